@@ -1,0 +1,154 @@
+import type { OperationState } from './states';
+
+/** A stored error: a stable code and a message that never contains argument values. */
+export interface OperationError {
+  code: string;
+  message: string;
+  /** Target status where one exists (e.g. the webhook's HTTP status). */
+  status?: number;
+}
+
+/** The decision a human made on an operation that required approval. */
+export interface ApprovalRecord {
+  decision: 'approve' | 'reject';
+  /** Principal label of the approver (never a token). */
+  by: string;
+  at: string;
+  arguments_digest: string;
+}
+
+/** An outcome reported by the owner of an attempt that had already been superseded. */
+export interface LateOutcome {
+  attempt: number;
+  state: OperationState;
+  outcome_code: string;
+  at: string;
+}
+
+/** One entry of the bounded state history kept on the record. */
+export interface HistoryEntry {
+  at: string;
+  from: OperationState | null;
+  to: OperationState;
+  attempt: number;
+  by: string;
+  code?: string;
+}
+
+/**
+ * The persisted operation, one DynamoDB item. Attribute names are the item's own, so the mapping
+ * between store and domain is the identity.
+ */
+export interface OperationRecord {
+  pk: string;
+  sk: string;
+  tenant: string;
+  operation_id: string;
+  tool: string;
+  /** RFC 8785 canonical JSON of the normalized arguments. */
+  arguments: string;
+  arguments_digest: string;
+  state: OperationState;
+  attempt: number;
+  max_attempts: number;
+  /** Retention of the terminal record, seconds. */
+  retention_seconds: number;
+  requested_by: string;
+  agent_run_id?: string;
+  lease_owner?: string;
+  /** Epoch milliseconds. */
+  lease_expires_at?: number;
+  /** JSON text of the sanitized result (or `null`). */
+  result?: string;
+  error?: OperationError;
+  outcome_code?: string;
+  /** Lease owner that wrote the last outcome; read back to verify a commit whose response was lost. */
+  outcome_by?: string;
+  created_at: string;
+  updated_at: string;
+  completed_at?: string;
+  /** Epoch seconds; only on terminal records (DynamoDB TTL). */
+  expires_at?: number;
+  /** Sparse attention GSI: present only while the reconciler has something to do. */
+  attention_shard?: string;
+  /** Epoch milliseconds at which the reconciler should look next. */
+  attention_at?: number;
+  /** Sparse operators' GSI: the tenant, present only on unresolved records. */
+  unresolved_tenant?: string;
+  /** Epoch milliseconds of creation, for newest-first listing. */
+  unresolved_at?: number;
+  /** Epoch milliseconds; awaiting_approval only. */
+  approval_deadline?: number;
+  approval?: ApprovalRecord;
+  resolved_by?: string;
+  reconciled?: boolean;
+  /** How many times the reconciler asked the tool and got `unknown`. */
+  reconcile_checks?: number;
+  late_outcome?: LateOutcome;
+  history?: HistoryEntry[];
+}
+
+/** The public view of an operation (SPEC §5 response body). */
+export interface OperationView {
+  operation_id: string;
+  tool: string;
+  state: OperationState;
+  arguments_digest: string;
+  attempt: number;
+  replayed: boolean;
+  result: unknown;
+  error: { code: string; message: string; status?: number } | null;
+  created_at: string;
+  completed_at: string | null;
+  agent_run_id?: string;
+  approval?: ApprovalRecord;
+  approval_deadline?: string;
+  resolved_by?: string;
+  reconciled?: boolean;
+  late_outcome?: LateOutcome;
+  lease_expires_at?: string;
+  history?: HistoryEntry[];
+  arguments?: unknown;
+}
+
+/** Options for {@link toView}. */
+export interface ViewOptions {
+  replayed?: boolean;
+  includeArguments?: boolean;
+  includeHistory?: boolean;
+}
+
+/**
+ * Renders a record as the API's operation body.
+ *
+ * @example
+ * ```ts
+ * toView(record, { replayed: true }).replayed; // true
+ * ```
+ */
+export function toView(record: OperationRecord, options: ViewOptions = {}): OperationView {
+  const view: OperationView = {
+    operation_id: record.operation_id,
+    tool: record.tool,
+    state: record.state,
+    arguments_digest: record.arguments_digest,
+    attempt: record.attempt,
+    replayed: options.replayed ?? false,
+    result: record.result === undefined ? null : JSON.parse(record.result),
+    error: record.error ?? null,
+    created_at: record.created_at,
+    completed_at: record.completed_at ?? null,
+  };
+  if (record.agent_run_id !== undefined) view.agent_run_id = record.agent_run_id;
+  if (record.approval !== undefined) view.approval = record.approval;
+  if (record.approval_deadline !== undefined) view.approval_deadline = new Date(record.approval_deadline).toISOString();
+  if (record.resolved_by !== undefined) view.resolved_by = record.resolved_by;
+  if (record.reconciled !== undefined) view.reconciled = record.reconciled;
+  if (record.late_outcome !== undefined) view.late_outcome = record.late_outcome;
+  if (record.state === 'pending' && record.lease_expires_at !== undefined) {
+    view.lease_expires_at = new Date(record.lease_expires_at).toISOString();
+  }
+  if (options.includeHistory && record.history) view.history = record.history;
+  if (options.includeArguments) view.arguments = JSON.parse(record.arguments);
+  return view;
+}

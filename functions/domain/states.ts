@@ -1,0 +1,115 @@
+/**
+ * The operation state machine (SPEC §2), written down once as data. Every ledger write names the
+ * transition it performs and {@link assertTransition} checks it against this table, so a code path
+ * that tries an undocumented move fails loudly in tests instead of corrupting a record.
+ */
+
+/** Every state an operation can be in. */
+export const STATES = [
+  'awaiting_approval',
+  'queued',
+  'pending',
+  'succeeded',
+  'failed_terminal',
+  'failed_retryable',
+  'uncertain',
+  'needs_reconciliation',
+  'rejected',
+] as const;
+
+/** One operation state. */
+export type OperationState = (typeof STATES)[number];
+
+/** States that never change again; their records get `expires_at`. */
+export const TERMINAL_STATES: ReadonlySet<OperationState> = new Set(['succeeded', 'failed_terminal', 'rejected']);
+
+/** True for `succeeded`, `failed_terminal` and `rejected`. */
+export function isTerminal(state: OperationState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** True for any string that names a state. */
+export function isState(value: unknown): value is OperationState {
+  return typeof value === 'string' && (STATES as readonly string[]).includes(value);
+}
+
+/** Who performs a transition: each actor may make only its own moves. */
+export type Actor = 'reserve' | 'approver' | 'worker' | 'owner' | 'reconciler' | 'operator' | 'late_owner';
+
+/** Names of the transitions, one per arrow of SPEC §2. */
+export type TransitionName =
+  | 'reserve_pending'
+  | 'reserve_queued'
+  | 'reserve_awaiting_approval'
+  | 'approve'
+  | 'reject'
+  | 'expire_approval'
+  | 'claim'
+  | 'exhaust_attempts'
+  | 'record_outcome'
+  | 'expire_lease'
+  | 'reconcile'
+  | 'resolve'
+  | 'record_late_outcome';
+
+/** One allowed move: from which states, to which states, by whom. */
+export interface TransitionRule {
+  readonly from: readonly (OperationState | null)[];
+  readonly to: readonly OperationState[];
+  readonly actor: Actor;
+}
+
+/** The whole machine. `null` is "no record". */
+export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
+  reserve_pending: { from: [null], to: ['pending'], actor: 'reserve' },
+  reserve_queued: { from: [null], to: ['queued'], actor: 'reserve' },
+  reserve_awaiting_approval: { from: [null], to: ['awaiting_approval'], actor: 'reserve' },
+  approve: { from: ['awaiting_approval'], to: ['queued'], actor: 'approver' },
+  reject: { from: ['awaiting_approval'], to: ['rejected'], actor: 'approver' },
+  expire_approval: { from: ['awaiting_approval'], to: ['rejected'], actor: 'reconciler' },
+  claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actor: 'worker' },
+  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actor: 'worker' },
+  record_outcome: {
+    from: ['pending'],
+    to: ['succeeded', 'failed_terminal', 'failed_retryable', 'uncertain'],
+    actor: 'owner',
+  },
+  expire_lease: { from: ['pending'], to: ['uncertain'], actor: 'reconciler' },
+  reconcile: {
+    from: ['uncertain'],
+    to: ['succeeded', 'failed_retryable', 'needs_reconciliation'],
+    actor: 'reconciler',
+  },
+  resolve: {
+    from: ['uncertain', 'needs_reconciliation'],
+    to: ['succeeded', 'failed_terminal', 'failed_retryable'],
+    actor: 'operator',
+  },
+  record_late_outcome: {
+    from: ['uncertain', 'needs_reconciliation', 'failed_retryable'],
+    to: ['succeeded', 'failed_terminal'],
+    actor: 'late_owner',
+  },
+};
+
+/**
+ * Throws unless `from → to` is an allowed move of the named transition. Called by every ledger write
+ * before it is sent.
+ *
+ * @example
+ * ```ts
+ * assertTransition('claim', 'queued', 'pending');       // ok
+ * assertTransition('claim', 'succeeded', 'pending');    // throws
+ * ```
+ */
+export function assertTransition(
+  name: TransitionName,
+  from: readonly (OperationState | null)[],
+  to: OperationState,
+): void {
+  const rule = TRANSITIONS[name];
+  const badFrom = from.filter((s) => !rule.from.includes(s));
+  if (badFrom.length > 0 || !rule.to.includes(to)) {
+    throw new Error(`transition ${name} does not allow ${from.join('|')} -> ${to}`);
+  }
+}

@@ -1,0 +1,123 @@
+import type { z } from 'zod';
+
+/** What a tool may log: identities and codes only, never arguments or results. */
+export interface ToolLogger {
+  info(message: string, fields?: Record<string, string | number | boolean>): void;
+  warn(message: string, fields?: Record<string, string | number | boolean>): void;
+}
+
+/** What `execute` receives besides its arguments. */
+export interface ToolContext {
+  operationId: string;
+  tenant: string;
+  /** Stable key for targets with their own idempotency (SPEC §1). */
+  downstreamKey: string;
+  attempt: number;
+  /** Aborted at the hard deadline, which ends before the lease and the Lambda's remaining time. */
+  signal: AbortSignal;
+  logger: ToolLogger;
+}
+
+/** What `reconcile` receives: like execute's context, for the attempt that may have applied. */
+export type ReconcileContext = ToolContext;
+
+/** The answer of `reconcile`: did the effect of this operation happen? */
+export type ReconcileVerdict = { status: 'applied'; result: unknown } | { status: 'not_applied' } | { status: 'unknown' };
+
+/**
+ * One tool: a name, a schema, an effect. `execute` returns on success or throws
+ * {@link TerminalToolError} (known failure), {@link NotAppliedError} (known not started) or anything
+ * else (outcome unknown → `uncertain`).
+ *
+ * @example
+ * ```ts
+ * export const echo = defineTool({
+ *   name: 'demo.echo', description: 'Echoes', effect: 'read',
+ *   schema: z.object({ text: z.string() }),
+ *   async execute(args) { return { text: args.text }; },
+ * });
+ * ```
+ */
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  /** `[a-z][a-z0-9_.-]{0,63}`; part of the digest. */
+  name: string;
+  /** Shown to agents and models. */
+  description: string;
+  /** Validates and normalizes arguments; published as JSON Schema. */
+  schema: S;
+  /** `write`: full ledger; `read`: identity + a short-lived result cache, no reconciliation. */
+  effect: 'write' | 'read';
+  /** Performs the effect; must honour `ctx.signal`. */
+  execute(args: z.output<S>, ctx: ToolContext): Promise<unknown>;
+  /** Asks the target whether the effect happened. */
+  reconcile?(args: z.output<S>, ctx: ReconcileContext): Promise<ReconcileVerdict>;
+  /** Reserve as `awaiting_approval`. @default false */
+  requiresApproval?: boolean;
+  /** The target dedupes on the downstream key for these arguments. @default () => false */
+  downstreamIdempotent?(args: z.output<S>): boolean;
+  /** Hard deadline of one attempt, ms. @default 10000 */
+  timeoutMs?: number;
+  /** @default 3 */
+  maxAttempts?: number;
+  /** Retention of the terminal record, seconds. @default TOOL_LEDGER_RETENTION_SECONDS (30 days) */
+  retention?: number;
+  /** Returns the JSON stored and returned (at most 32 KiB). @default identity */
+  sanitizeResult?(result: unknown, args: z.output<S>): unknown;
+  /** A coarse label of the target for logs (`filesystem`, `http`). @default the name's first segment */
+  targetClass?: string;
+}
+
+/** A tool of any schema, as the registry holds it. */
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every argument type
+export type AnyTool = Tool<any>;
+
+/** Identity helper that keeps the schema's inferred types for `execute` and `reconcile`. */
+export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
+  return tool;
+}
+
+/** Resolved per-tool settings with defaults applied. */
+export const TOOL_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 3 } as const;
+
+/**
+ * Known failure that will not change: the target rejected the call. Stored as `failed_terminal`.
+ * The message must not contain argument values.
+ */
+export class TerminalToolError extends Error {
+  readonly code: string;
+  readonly status: number | undefined;
+  constructor(code: string, message: string, options?: { status?: number; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TerminalToolError';
+    this.code = code;
+    this.status = options?.status;
+  }
+}
+
+/** Known NOT applied: nothing left this machine. Stored as `failed_retryable`. */
+export class NotAppliedError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'NotAppliedError';
+    this.code = code;
+  }
+}
+
+/** Tool names: part of the digest, so a schema change that changes output must change the name. */
+export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
+
+/**
+ * The outcome is unknown (a timeout after sending, a 5xx, a reset): stored as `uncertain` with the
+ * code, and left to the reconciler. Any other thrown value means the same, with code `unknown_error`.
+ */
+export class UncertainOutcomeError extends Error {
+  readonly code: string;
+  readonly status: number | undefined;
+  constructor(code: string, message: string, options?: { status?: number; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'UncertainOutcomeError';
+    this.code = code;
+    this.status = options?.status;
+  }
+}

@@ -1,0 +1,337 @@
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  type DynamoDBServiceException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  type QueryCommandInput,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { LedgerUnavailableError } from '../domain/errors';
+import type { HistoryEntry, OperationRecord } from '../domain/operation';
+import { assertTransition, type OperationState, type TransitionName } from '../domain/states';
+import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
+
+/** Key of one operation item. */
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+/** What a conditional update expects to find. Every field given becomes part of the condition. */
+export interface Expectation {
+  /** The record's state must be one of these. */
+  states: readonly OperationState[];
+  attempt?: number;
+  leaseOwner?: string;
+  digest?: string;
+  /** Only with `lease_expires_at < leaseExpiredBefore` (epoch ms). */
+  leaseExpiredBefore?: number;
+  /** Only while `reconcile_checks` is exactly this (absent counts as 0). */
+  reconcileChecks?: number;
+}
+
+/** One conditional transition of one item. */
+export interface TransitionWrite {
+  transition: TransitionName;
+  expect: Expectation;
+  /** The new state; omit for a write that keeps the state (lease extension, reconcile backoff). */
+  to?: OperationState;
+  set: Partial<OperationRecord>;
+  remove?: readonly (keyof OperationRecord)[];
+  history?: HistoryEntry;
+}
+
+/** Result of a conditional write: the new record, or what was found instead. */
+export type WriteResult = { ok: true; record: OperationRecord } | { ok: false; current: OperationRecord | undefined };
+
+/** Result of a reservation. */
+export type ReserveResult = { created: true } | { created: false; existing: OperationRecord | undefined };
+
+/** A page of records from a GSI. */
+export interface Page {
+  items: OperationRecord[];
+  /** Opaque; pass back to continue. */
+  cursor: string | undefined;
+}
+
+/** Construction options for {@link LedgerStore}. */
+export interface LedgerStoreOptions {
+  /** A DynamoDB client (tests pass one pointing at dynalite). */
+  client: DynamoDBClient;
+  tableName: string;
+}
+
+/**
+ * The DynamoDB ledger: single-item conditional writes only (no transactions), so it runs the same on
+ * DynamoDB and dynalite. Each method is one round trip, plus a consistent GetItem after a failed
+ * condition where the store does not return the old item.
+ *
+ * The store is mechanism, not policy: the named transitions live in `engine/transitions.ts` and call
+ * {@link LedgerStore.transition} with the condition they need; the store checks each write against
+ * the state machine before sending it.
+ *
+ * @example
+ * ```ts
+ * const store = new LedgerStore({ client: new DynamoDBClient({}), tableName: 'ledger' });
+ * const rec = await store.get({ pk: 'acme#run-42', sk: 'op' });
+ * ```
+ */
+export class LedgerStore {
+  readonly tableName: string;
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(options: LedgerStoreOptions) {
+    this.tableName = options.tableName;
+    this.doc = DynamoDBDocumentClient.from(options.client, {
+      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    });
+  }
+
+  /** Reads one record with a strongly consistent read. */
+  async get(key: ItemKey): Promise<OperationRecord | undefined> {
+    const out = await call(() => this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })));
+    return out.Item as OperationRecord | undefined;
+  }
+
+  /**
+   * Reserves an operation with one conditional PutItem: it succeeds only when no record exists or the
+   * existing one is terminal and expired (`expires_at < now`). On failure it returns the existing
+   * record, from the error where DynamoDB sends it (`ReturnValuesOnConditionCheckFailure`), else from a
+   * consistent GetItem.
+   *
+   * ```
+   *  PutItem(item) IF attribute_not_exists(pk) OR expires_at < :now
+   *    ok ─────────────▶ created
+   *    condition failed ▶ old item (from the error, or GetItem) ▶ caller decides
+   * ```
+   */
+  async reserve(item: OperationRecord, nowSeconds: number): Promise<ReserveResult> {
+    const transition: TransitionName =
+      item.state === 'pending' ? 'reserve_pending' : item.state === 'queued' ? 'reserve_queued' : 'reserve_awaiting_approval';
+    assertTransition(transition, [null], item.state);
+    try {
+      await call(() =>
+        this.doc.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
+            ExpressionAttributeValues: { ':now': nowSeconds },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return { created: true };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const old = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get({ pk: item.pk, sk: item.sk });
+      return { created: false, existing: old };
+    }
+  }
+
+  /**
+   * One conditional UpdateItem that performs a named transition. The condition names the expected
+   * state(s) and, where given, attempt, lease owner and digest. On a failed condition the current
+   * record is read and returned: a write never overwrites what it did not expect.
+   */
+  async transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult> {
+    if (write.to !== undefined) assertTransition(write.transition, write.expect.states, write.to);
+    const names: Record<string, string> = { '#state': 'state' };
+    const values: Record<string, unknown> = {};
+    const sets: string[] = [];
+    const set: Partial<OperationRecord> = { ...write.set };
+    if (write.to !== undefined) set.state = write.to;
+    let n = 0;
+    for (const [attr, value] of Object.entries(set)) {
+      if (value === undefined) continue;
+      const nk = `#s${n}`;
+      const vk = `:s${n}`;
+      n++;
+      names[nk] = attr;
+      values[vk] = value;
+      sets.push(`${nk} = ${vk}`);
+    }
+    if (write.history) {
+      names['#history'] = 'history';
+      values[':h'] = [write.history];
+      values[':empty'] = [];
+      sets.push('#history = list_append(if_not_exists(#history, :empty), :h)');
+    }
+    const removes = (write.remove ?? []).map((attr, i) => {
+      names[`#r${i}`] = attr;
+      return `#r${i}`;
+    });
+
+    const conditions: string[] = ['attribute_exists(pk)'];
+    const stateKeys = write.expect.states.map((s, i) => {
+      values[`:from${i}`] = s;
+      return `:from${i}`;
+    });
+    conditions.push(`#state IN (${stateKeys.join(', ')})`);
+    if (write.expect.attempt !== undefined) {
+      names['#attempt'] = 'attempt';
+      values[':attempt'] = write.expect.attempt;
+      conditions.push('#attempt = :attempt');
+    }
+    if (write.expect.leaseOwner !== undefined) {
+      names['#lease_owner'] = 'lease_owner';
+      values[':lease_owner'] = write.expect.leaseOwner;
+      conditions.push('#lease_owner = :lease_owner');
+    }
+    if (write.expect.digest !== undefined) {
+      names['#digest'] = 'arguments_digest';
+      values[':digest'] = write.expect.digest;
+      conditions.push('#digest = :digest');
+    }
+    if (write.expect.leaseExpiredBefore !== undefined) {
+      names['#lease_expires_at'] = 'lease_expires_at';
+      values[':lease_limit'] = write.expect.leaseExpiredBefore;
+      conditions.push('#lease_expires_at < :lease_limit');
+    }
+    if (write.expect.reconcileChecks !== undefined) {
+      names['#checks'] = 'reconcile_checks';
+      values[':checks'] = write.expect.reconcileChecks;
+      conditions.push(
+        write.expect.reconcileChecks === 0
+          ? '(attribute_not_exists(#checks) OR #checks = :checks)'
+          : '#checks = :checks',
+      );
+    }
+
+    let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';
+    if (removes.length > 0) update += ` REMOVE ${removes.join(', ')}`;
+    try {
+      const out = await call(() =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: update.trim(),
+            ConditionExpression: conditions.join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ReturnValues: 'ALL_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return { ok: true, record: out.Attributes as OperationRecord };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get(key);
+      return { ok: false, current };
+    }
+  }
+
+  /**
+   * Annotates a record with a late outcome of a superseded attempt. It touches only `late_outcome`:
+   * state, result and expiry stay as they are, so a terminal record keeps its outcome.
+   */
+  async annotateLateOutcome(key: ItemKey, attempt: number, lateOutcome: OperationRecord['late_outcome']): Promise<void> {
+    try {
+      await call(() =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: 'SET late_outcome = :lo',
+            ConditionExpression: 'attribute_exists(pk) AND attempt > :n',
+            ExpressionAttributeValues: { ':lo': lateOutcome, ':n': attempt },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /**
+   * One page of the attention GSI for a shard: records whose `attention_at` is at or before `dueBy`,
+   * oldest first. Cost grows with the unresolved records, never with the table.
+   */
+  async queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
+    return this.query({
+      TableName: this.tableName,
+      IndexName: ATTENTION_INDEX,
+      KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
+      ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor),
+    });
+  }
+
+  /** One page of a tenant's unresolved records, newest first, optionally of one state. */
+  async listUnresolved(tenant: string, options: { state?: OperationState; limit: number; cursor?: string }): Promise<Page> {
+    const input: QueryCommandInput = {
+      TableName: this.tableName,
+      IndexName: UNRESOLVED_INDEX,
+      KeyConditionExpression: 'unresolved_tenant = :tenant',
+      ExpressionAttributeValues: { ':tenant': tenant },
+      ScanIndexForward: false,
+      Limit: options.limit,
+      ExclusiveStartKey: decodeCursor(options.cursor),
+    };
+    if (options.state !== undefined) {
+      input.FilterExpression = '#state = :state';
+      input.ExpressionAttributeNames = { '#state': 'state' };
+      (input.ExpressionAttributeValues as Record<string, unknown>)[':state'] = options.state;
+    }
+    return this.query(input);
+  }
+
+  private async query(input: QueryCommandInput): Promise<Page> {
+    const out = await call(() => this.doc.send(new QueryCommand(input)));
+    return {
+      items: (out.Items ?? []) as OperationRecord[],
+      cursor: out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined,
+    };
+  }
+}
+
+function encodeCursor(key: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string | undefined): Record<string, unknown> | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new InvalidCursorError();
+}
+
+/** A cursor that this store did not issue. */
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('invalid cursor');
+    this.name = 'InvalidCursorError';
+  }
+}
+
+/**
+ * Runs one SDK call. Conditional failures pass through for the caller to handle; every other service
+ * or transport error (after the SDK's own retries with backoff) becomes `ledger_unavailable`, so the
+ * caller knows no decision of this call is known to be durable.
+ */
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) throw error;
+    if (isValidationException(error)) throw error;
+    throw new LedgerUnavailableError('the ledger is unavailable or throttled', error);
+  }
+}
+
+function isValidationException(error: unknown): boolean {
+  return (error as DynamoDBServiceException | undefined)?.name === 'ValidationException';
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { UnknownToolError } from '../domain/errors';
+import { type AnyTool, TOOL_NAME_PATTERN } from '../domain/tool';
+
+/** What the shipped tools need from their deployment. */
+export interface ToolEnvironment {
+  /** Root folder of the workspace tools. */
+  workspaceRoot: string;
+  /** Origins `webhook.post` may call (`scheme://host[:port]`). */
+  webhookAllow: readonly string[];
+  /** Origins whose servers dedupe on `Idempotency-Key` (enables reconcile-by-retry). */
+  webhookIdempotentOrigins?: readonly string[];
+  /** Local mode: plain http and port-less loopback entries are allowed. */
+  local: boolean;
+}
+
+/** A module that contributes tools: what infrastructure teams point the construct at. */
+export type ToolFactory = (env: ToolEnvironment) => readonly AnyTool[];
+
+/** A tool as published at `GET /v1/tools`. */
+export interface ToolDescription {
+  name: string;
+  description: string;
+  effect: 'write' | 'read';
+  requires_approval: boolean;
+  timeout_ms: number;
+  max_attempts: number;
+  input_schema: unknown;
+}
+
+/**
+ * The tools of a deployment, by name. Names are checked once here so that the digest never sees an
+ * invalid one.
+ *
+ * @example
+ * ```ts
+ * const registry = new ToolRegistry(builtinTools(env));
+ * registry.get('webhook.post');
+ * ```
+ */
+export class ToolRegistry {
+  private readonly tools = new Map<string, AnyTool>();
+
+  constructor(tools: readonly AnyTool[]) {
+    for (const tool of tools) {
+      if (!TOOL_NAME_PATTERN.test(tool.name)) throw new Error(`invalid tool name ${JSON.stringify(tool.name)}`);
+      if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} is registered twice`);
+      this.tools.set(tool.name, tool);
+    }
+  }
+
+  /** The tool of that name, or `tool_unknown`. */
+  get(name: unknown): AnyTool {
+    const tool = typeof name === 'string' ? this.tools.get(name) : undefined;
+    if (!tool) throw new UnknownToolError(typeof name === 'string' ? name : String(name));
+    return tool;
+  }
+
+  /** The tool of that name, if any. */
+  find(name: string): AnyTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Every tool, in registration order. */
+  list(): AnyTool[] {
+    return [...this.tools.values()];
+  }
+
+  /** Every tool with its JSON Schema (for `GET /v1/tools` and for models). */
+  describe(): ToolDescription[] {
+    return this.list().map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      effect: tool.effect,
+      requires_approval: tool.requiresApproval ?? false,
+      timeout_ms: tool.timeoutMs ?? 10_000,
+      max_attempts: tool.maxAttempts ?? 3,
+      input_schema: z.toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }),
+    }));
+  }
+}
