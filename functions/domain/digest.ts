@@ -32,7 +32,9 @@ export function canonicalCall(tool: string, normalizedArguments: unknown): Canon
   const canonicalArguments = canonicalize(normalizedArguments);
   if (canonicalArguments === undefined) throw new ValidationError('arguments are not JSON');
   if (Buffer.byteLength(canonicalArguments, 'utf8') > MAX_CANONICAL_ARGUMENTS_BYTES) {
-    throw new PayloadTooLargeError(`canonical arguments are larger than ${MAX_CANONICAL_ARGUMENTS_BYTES} bytes`);
+    throw new PayloadTooLargeError(
+      `canonical arguments are larger than ${MAX_CANONICAL_ARGUMENTS_BYTES} bytes`,
+    );
   }
   const envelope = canonicalize({ tool, arguments: normalizedArguments }) as string;
   return { canonicalArguments, digest: digestOf(envelope) };

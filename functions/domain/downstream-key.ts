@@ -11,6 +11,8 @@ import { createHash } from 'node:crypto';
  * ```
  */
 export function downstreamKey(tenant: string, operationId: string): string {
-  const hash = createHash('sha256').update(`tool-ledger\u0000${tenant}\u0000${operationId}`, 'utf8').digest('base64url');
+  const hash = createHash('sha256')
+    .update(`tool-ledger\u0000${tenant}\u0000${operationId}`, 'utf8')
+    .digest('base64url');
   return `tl1_${hash}`;
 }

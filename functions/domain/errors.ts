@@ -40,7 +40,11 @@ export class LedgerError extends Error {
   /** Extra, non-sensitive fields for problem+json (e.g. `retry_after`). */
   readonly details: Record<string, unknown>;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; details?: Record<string, unknown> },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'LedgerError';
     this.code = code;
@@ -52,7 +56,11 @@ export class LedgerError extends Error {
 export class ValidationError extends LedgerError {
   /** Paths of the offending fields (never their values). */
   readonly issues: { path: string; message: string }[];
-  constructor(message: string, issues: { path: string; message: string }[] = [], code: ErrorCode = 'validation_failed') {
+  constructor(
+    message: string,
+    issues: { path: string; message: string }[] = [],
+    code: ErrorCode = 'validation_failed',
+  ) {
     super(code, message, { details: issues.length > 0 ? { issues } : {} });
     this.name = 'ValidationError';
     this.issues = issues;

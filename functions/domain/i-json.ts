@@ -48,7 +48,8 @@ export function assertIJsonValue(value: unknown, maxDepth: number, path = '$'): 
     const v = item.value;
     if (v === null || typeof v === 'boolean') continue;
     if (typeof v === 'string') {
-      if (!v.isWellFormed()) throw new ValidationError('a string contains a lone surrogate', [issue(item.path)]);
+      if (!v.isWellFormed())
+        throw new ValidationError('a string contains a lone surrogate', [issue(item.path)]);
       continue;
     }
     if (typeof v === 'number') {
@@ -60,7 +61,8 @@ export function assertIJsonValue(value: unknown, maxDepth: number, path = '$'): 
       throw new ValidationError('a value is not JSON', [issue(item.path)]);
     }
     const depth = item.depth + 1;
-    if (depth > maxDepth) throw new ValidationError(`nesting deeper than ${maxDepth} levels`, [issue(item.path)]);
+    if (depth > maxDepth)
+      throw new ValidationError(`nesting deeper than ${maxDepth} levels`, [issue(item.path)]);
     if (Array.isArray(v)) {
       v.forEach((child, i) => {
         stack.push({ value: child, path: `${item.path}[${i}]`, depth });
@@ -72,8 +74,10 @@ export function assertIJsonValue(value: unknown, maxDepth: number, path = '$'): 
       throw new ValidationError('a value is not a plain JSON object', [issue(item.path)]);
     }
     for (const key of Object.keys(v)) {
-      if (!key.isWellFormed()) throw new ValidationError('a key contains a lone surrogate', [issue(item.path)]);
-      if (FORBIDDEN_KEYS.has(key)) throw new ValidationError('a key names prototype machinery', [issue(item.path)]);
+      if (!key.isWellFormed())
+        throw new ValidationError('a key contains a lone surrogate', [issue(item.path)]);
+      if (FORBIDDEN_KEYS.has(key))
+        throw new ValidationError('a key names prototype machinery', [issue(item.path)]);
       stack.push({ value: (v as Record<string, unknown>)[key], path: `${item.path}.${safeKey(key)}`, depth });
     }
   }

@@ -78,5 +78,8 @@ function parseSfString(raw: string): string {
     }
     out += ch;
   }
-  throw new OperationIdError('idempotency_key_invalid', 'the Idempotency-Key is not a valid structured-field string');
+  throw new OperationIdError(
+    'idempotency_key_invalid',
+    'the Idempotency-Key is not a valid structured-field string',
+  );
 }

@@ -54,6 +54,8 @@ export interface OperationRecord {
   /** Retention of the terminal record, seconds. */
   retention_seconds: number;
   requested_by: string;
+  /** Unique per reservation attempt: recognises our own PutItem whose response was lost. */
+  reservation_id: string;
   agent_run_id?: string;
   lease_owner?: string;
   /** Epoch milliseconds. */
@@ -141,7 +143,8 @@ export function toView(record: OperationRecord, options: ViewOptions = {}): Oper
   };
   if (record.agent_run_id !== undefined) view.agent_run_id = record.agent_run_id;
   if (record.approval !== undefined) view.approval = record.approval;
-  if (record.approval_deadline !== undefined) view.approval_deadline = new Date(record.approval_deadline).toISOString();
+  if (record.approval_deadline !== undefined)
+    view.approval_deadline = new Date(record.approval_deadline).toISOString();
   if (record.resolved_by !== undefined) view.resolved_by = record.resolved_by;
   if (record.reconciled !== undefined) view.reconciled = record.reconciled;
   if (record.late_outcome !== undefined) view.late_outcome = record.late_outcome;

@@ -21,7 +21,11 @@ export const STATES = [
 export type OperationState = (typeof STATES)[number];
 
 /** States that never change again; their records get `expires_at`. */
-export const TERMINAL_STATES: ReadonlySet<OperationState> = new Set(['succeeded', 'failed_terminal', 'rejected']);
+export const TERMINAL_STATES: ReadonlySet<OperationState> = new Set([
+  'succeeded',
+  'failed_terminal',
+  'rejected',
+]);
 
 /** True for `succeeded`, `failed_terminal` and `rejected`. */
 export function isTerminal(state: OperationState): boolean {
@@ -111,5 +115,24 @@ export function assertTransition(
   const badFrom = from.filter((s) => !rule.from.includes(s));
   if (badFrom.length > 0 || !rule.to.includes(to)) {
     throw new Error(`transition ${name} does not allow ${from.join('|')} -> ${to}`);
+  }
+}
+
+/**
+ * Like {@link assertTransition} for a write whose condition covers several named transitions (a
+ * commit accepted from `pending` as `record_outcome` or from `uncertain` as `record_late_outcome`):
+ * each expected state must be allowed, towards `to`, by at least one of them.
+ */
+export function assertTransitions(
+  names: TransitionName | readonly TransitionName[],
+  from: readonly (OperationState | null)[],
+  to: OperationState,
+): void {
+  const list = typeof names === 'string' ? [names] : names;
+  for (const state of from) {
+    const ok = list.some(
+      (name) => TRANSITIONS[name].from.includes(state) && TRANSITIONS[name].to.includes(to),
+    );
+    if (!ok) throw new Error(`transitions ${list.join('|')} do not allow ${state} -> ${to}`);
   }
 }

@@ -22,7 +22,10 @@ export interface ToolContext {
 export type ReconcileContext = ToolContext;
 
 /** The answer of `reconcile`: did the effect of this operation happen? */
-export type ReconcileVerdict = { status: 'applied'; result: unknown } | { status: 'not_applied' } | { status: 'unknown' };
+export type ReconcileVerdict =
+  | { status: 'applied'; result: unknown }
+  | { status: 'not_applied' }
+  | { status: 'unknown' };
 
 /**
  * One tool: a name, a schema, an effect. `execute` returns on success or throws

@@ -7,14 +7,19 @@ import {
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  type QueryCommandInput,
   QueryCommand,
+  type QueryCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LedgerUnavailableError } from '../domain/errors';
 import type { HistoryEntry, OperationRecord } from '../domain/operation';
-import { assertTransition, type OperationState, type TransitionName } from '../domain/states';
+import {
+  assertTransition,
+  assertTransitions,
+  type OperationState,
+  type TransitionName,
+} from '../domain/states';
 import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
 
 /** Key of one operation item. */
@@ -38,7 +43,8 @@ export interface Expectation {
 
 /** One conditional transition of one item. */
 export interface TransitionWrite {
-  transition: TransitionName;
+  /** The transition(s) this write performs; every expected state must be allowed by one of them. */
+  transition: TransitionName | readonly TransitionName[];
   expect: Expectation;
   /** The new state; omit for a write that keeps the state (lease extension, reconcile backoff). */
   to?: OperationState;
@@ -48,7 +54,9 @@ export interface TransitionWrite {
 }
 
 /** Result of a conditional write: the new record, or what was found instead. */
-export type WriteResult = { ok: true; record: OperationRecord } | { ok: false; current: OperationRecord | undefined };
+export type WriteResult =
+  | { ok: true; record: OperationRecord }
+  | { ok: false; current: OperationRecord | undefined };
 
 /** Result of a reservation. */
 export type ReserveResult = { created: true } | { created: false; existing: OperationRecord | undefined };
@@ -95,7 +103,9 @@ export class LedgerStore {
 
   /** Reads one record with a strongly consistent read. */
   async get(key: ItemKey): Promise<OperationRecord | undefined> {
-    const out = await call(() => this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })));
+    const out = await call(() =>
+      this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
+    );
     return out.Item as OperationRecord | undefined;
   }
 
@@ -113,7 +123,11 @@ export class LedgerStore {
    */
   async reserve(item: OperationRecord, nowSeconds: number): Promise<ReserveResult> {
     const transition: TransitionName =
-      item.state === 'pending' ? 'reserve_pending' : item.state === 'queued' ? 'reserve_queued' : 'reserve_awaiting_approval';
+      item.state === 'pending'
+        ? 'reserve_pending'
+        : item.state === 'queued'
+          ? 'reserve_queued'
+          : 'reserve_awaiting_approval';
     assertTransition(transition, [null], item.state);
     try {
       await call(() =>
@@ -130,7 +144,9 @@ export class LedgerStore {
       return { created: true };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const old = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get({ pk: item.pk, sk: item.sk });
+      const old = error.Item
+        ? (unmarshall(error.Item) as OperationRecord)
+        : await this.get({ pk: item.pk, sk: item.sk });
       return { created: false, existing: old };
     }
   }
@@ -141,7 +157,7 @@ export class LedgerStore {
    * record is read and returned: a write never overwrites what it did not expect.
    */
   async transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult> {
-    if (write.to !== undefined) assertTransition(write.transition, write.expect.states, write.to);
+    if (write.to !== undefined) assertTransitions(write.transition, write.expect.states, write.to);
     const names: Record<string, string> = { '#state': 'state' };
     const values: Record<string, unknown> = {};
     const sets: string[] = [];
@@ -233,7 +249,11 @@ export class LedgerStore {
    * Annotates a record with a late outcome of a superseded attempt. It touches only `late_outcome`:
    * state, result and expiry stay as they are, so a terminal record keeps its outcome.
    */
-  async annotateLateOutcome(key: ItemKey, attempt: number, lateOutcome: OperationRecord['late_outcome']): Promise<void> {
+  async annotateLateOutcome(
+    key: ItemKey,
+    attempt: number,
+    lateOutcome: OperationRecord['late_outcome'],
+  ): Promise<void> {
     try {
       await call(() =>
         this.doc.send(
@@ -267,7 +287,10 @@ export class LedgerStore {
   }
 
   /** One page of a tenant's unresolved records, newest first, optionally of one state. */
-  async listUnresolved(tenant: string, options: { state?: OperationState; limit: number; cursor?: string }): Promise<Page> {
+  async listUnresolved(
+    tenant: string,
+    options: { state?: OperationState; limit: number; cursor?: string },
+  ): Promise<Page> {
     const input: QueryCommandInput = {
       TableName: this.tableName,
       IndexName: UNRESOLVED_INDEX,

@@ -43,7 +43,8 @@ export class ToolRegistry {
 
   constructor(tools: readonly AnyTool[]) {
     for (const tool of tools) {
-      if (!TOOL_NAME_PATTERN.test(tool.name)) throw new Error(`invalid tool name ${JSON.stringify(tool.name)}`);
+      if (!TOOL_NAME_PATTERN.test(tool.name))
+        throw new Error(`invalid tool name ${JSON.stringify(tool.name)}`);
       if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} is registered twice`);
       this.tools.set(tool.name, tool);
     }

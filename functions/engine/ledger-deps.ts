@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import type { LedgerConfig } from '../config';
+import type { LedgerStore } from '../ledger/ledger-store';
+import { type LedgerMetrics, PowertoolsLedgerMetrics } from '../observability/metrics';
+import { logTransition, type TransitionSink } from '../observability/transition-log';
+import type { ToolRegistry } from '../tools/registry';
+import type { WorkQueue } from './work-queue';
+
+/**
+ * Everything the engine needs from the outside world, passed explicitly so that handlers, local
+ * mode, tests and benchmarks wire the same engine to different stores, clocks and sinks.
+ */
+export interface LedgerDeps {
+  store: LedgerStore;
+  tools: ToolRegistry;
+  config: LedgerConfig;
+  queue: WorkQueue;
+  /** Epoch milliseconds. Read once per request (SPEC §2). */
+  clock: () => number;
+  log: TransitionSink;
+  metrics: LedgerMetrics;
+  /** Label of this process, part of every lease owner. */
+  workerId: string;
+}
+
+/** What one request carries through the engine: identity for logs and lease ownership. */
+export interface RequestContext {
+  requestId: string;
+  /** Epoch ms at which the request started: the request's one "now". */
+  now: number;
+  /** Remaining time of the Lambda invocation, ms (absent: no limit beyond the tool's). */
+  remainingMs?: () => number;
+}
+
+/** Builds deps with production defaults for anything not given. */
+export function createDeps(
+  parts: Pick<LedgerDeps, 'store' | 'tools' | 'config' | 'queue'> & Partial<LedgerDeps>,
+): LedgerDeps {
+  return {
+    clock: Date.now,
+    log: logTransition,
+    metrics: new PowertoolsLedgerMetrics(),
+    workerId: `w-${randomUUID().slice(0, 8)}`,
+    ...parts,
+  };
+}
+
+/** A new request context, reading the clock once. */
+export function newRequest(deps: LedgerDeps, requestId?: string, remainingMs?: () => number): RequestContext {
+  const ctx: RequestContext = { requestId: requestId ?? randomUUID(), now: deps.clock() };
+  if (remainingMs) ctx.remainingMs = remainingMs;
+  return ctx;
+}

@@ -1,0 +1,53 @@
+import type { z } from 'zod';
+import { type CanonicalCall, canonicalCall, MAX_ARGUMENTS_DEPTH } from '../domain/digest';
+import { ValidationError } from '../domain/errors';
+import { assertIJsonValue } from '../domain/i-json';
+import { assertOperationId } from '../domain/operation-id';
+import type { AnyTool } from '../domain/tool';
+import type { ToolRegistry } from '../tools/registry';
+
+/** A tool call that passed every check of SPEC §3 steps 1–2: ready to reserve. */
+export interface PreparedCall extends CanonicalCall {
+  operationId: string;
+  tool: AnyTool;
+  /** The schema's output: what the tool receives and what the digest covers. */
+  args: unknown;
+}
+
+/**
+ * Validates and normalizes a call: operation ID, tool, arguments (I-JSON, schema, size, depth), then
+ * the digest. Throws a typed error and touches nothing: a failed call creates no record and does not
+ * consume the key.
+ *
+ * @example
+ * ```ts
+ * const call = prepareCall(registry, 'run-42', 'workspace.write_file', { path: 'a.txt', content: 'x' });
+ * call.digest; // 'v1:…'
+ * ```
+ */
+export function prepareCall(
+  tools: ToolRegistry,
+  operationId: unknown,
+  toolName: unknown,
+  rawArgs: unknown,
+): PreparedCall {
+  assertOperationId(operationId);
+  const tool = tools.get(toolName);
+  if (rawArgs === null || typeof rawArgs !== 'object' || Array.isArray(rawArgs)) {
+    throw new ValidationError('arguments must be a JSON object', [
+      { path: '$.arguments', message: 'expected object' },
+    ]);
+  }
+  assertIJsonValue(rawArgs, MAX_ARGUMENTS_DEPTH, '$.arguments');
+  const parsed = (tool.schema as z.ZodType).safeParse(rawArgs);
+  if (!parsed.success) {
+    throw new ValidationError(
+      'arguments do not match the tool schema',
+      parsed.error.issues.slice(0, 20).map((issue) => ({
+        path: ['$', 'arguments', ...issue.path.map(String)].join('.'),
+        message: issue.message,
+      })),
+    );
+  }
+  return { operationId, tool, args: parsed.data, ...canonicalCall(tool.name, parsed.data) };
+}

@@ -1,0 +1,77 @@
+import type { LedgerConfig } from '../config';
+import type { OperationRecord } from '../domain/operation';
+import type { OperationState } from '../domain/states';
+import { attentionShard } from '../ledger/keys';
+
+/**
+ * The index attributes an unresolved record carries: the attention GSI (when the reconciler has
+ * something to do, at `attentionAt`) and the operators' GSI (always, until terminal).
+ */
+export function unresolvedFields(
+  record: Pick<OperationRecord, 'pk' | 'tenant' | 'created_at'>,
+  config: LedgerConfig,
+  attentionAt: number | undefined,
+): Partial<OperationRecord> {
+  const fields: Partial<OperationRecord> = {
+    unresolved_tenant: record.tenant,
+    unresolved_at: Date.parse(record.created_at),
+  };
+  if (attentionAt !== undefined) {
+    fields.attention_shard = attentionShard(record.pk, config.attentionShards);
+    fields.attention_at = attentionAt;
+  }
+  return fields;
+}
+
+/** Attributes a record loses when it leaves the reconciler's view. */
+export const ATTENTION_ATTRIBUTES = [
+  'attention_shard',
+  'attention_at',
+] as const satisfies readonly (keyof OperationRecord)[];
+
+/** Attributes a terminal record loses: it is in no index and holds no lease. */
+export const UNRESOLVED_ATTRIBUTES = [
+  'attention_shard',
+  'attention_at',
+  'unresolved_tenant',
+  'unresolved_at',
+] as const satisfies readonly (keyof OperationRecord)[];
+
+/** Fields every terminal record gets: completion time and DynamoDB TTL (epoch seconds). */
+export function terminalFields(
+  record: Pick<OperationRecord, 'retention_seconds'>,
+  now: number,
+): Partial<OperationRecord> {
+  return {
+    completed_at: new Date(now).toISOString(),
+    expires_at: Math.floor(now / 1000) + record.retention_seconds,
+  };
+}
+
+/** Exponential backoff: `base * 2^(n-1)`, capped at one hour. */
+export function backoffMs(base: number, n: number): number {
+  return Math.min(base * 2 ** Math.max(0, n - 1), 3_600_000);
+}
+
+/** When the reconciler should next look at a record entering `state`, or undefined for never. */
+export function attentionFor(
+  state: OperationState,
+  now: number,
+  config: LedgerConfig,
+  extra: { leaseExpiresAt?: number; approvalDeadline?: number; attempt?: number },
+): number | undefined {
+  switch (state) {
+    case 'pending':
+      return extra.leaseExpiresAt;
+    case 'queued':
+      return now + config.queuedStaleMs;
+    case 'awaiting_approval':
+      return extra.approvalDeadline;
+    case 'failed_retryable':
+      return now + backoffMs(config.retryBaseMs, extra.attempt ?? 1);
+    case 'uncertain':
+      return now;
+    default:
+      return undefined;
+  }
+}

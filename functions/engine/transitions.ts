@@ -1,0 +1,500 @@
+import { randomUUID } from 'node:crypto';
+import { LedgerUnavailableError } from '../domain/errors';
+import type { LateOutcome, OperationError, OperationRecord } from '../domain/operation';
+import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
+import type { AnyTool } from '../domain/tool';
+import { operationKey } from '../ledger/keys';
+import type { Expectation, TransitionWrite, WriteResult } from '../ledger/ledger-store';
+import type { LedgerDeps, RequestContext } from './ledger-deps';
+import type { PreparedCall } from './prepare-call';
+import {
+  ATTENTION_ATTRIBUTES,
+  attentionFor,
+  terminalFields,
+  UNRESOLVED_ATTRIBUTES,
+  unresolvedFields,
+} from './record-fields';
+
+/**
+ * The named transitions of SPEC §2, one function each. Every function is one conditional write (plus
+ * a consistent read when the condition fails) and logs one line when the state changes. None of them
+ * ever overwrites a record it did not expect: a failed condition returns what was found.
+ */
+
+/** The right of one worker to run one attempt. */
+export interface Lease {
+  owner: string;
+  /** Epoch ms at which the tool is aborted. */
+  deadline: number;
+  /** Epoch ms at which the lease ends: deadline + grace. */
+  expiresAt: number;
+}
+
+/** Who reserved the operation. */
+export interface Caller {
+  tenant: string;
+  principal: string;
+  agentRunId?: string;
+}
+
+/** Builds a lease for a tool: its timeout, bounded by the Lambda's remaining time less the commit reserve. */
+export function newLease(deps: LedgerDeps, req: RequestContext, tool: AnyTool): Lease {
+  let budget = tool.timeoutMs ?? 10_000;
+  if (req.remainingMs) budget = Math.min(budget, req.remainingMs() - deps.config.commitReserveMs);
+  budget = Math.max(budget, 1);
+  const deadline = req.now + budget;
+  return {
+    owner: `${deps.workerId}/${randomUUID()}`,
+    deadline,
+    expiresAt: deadline + deps.config.leaseGraceMs,
+  };
+}
+
+/** Result of a reservation: ours, or the record that was there. */
+export type Reservation =
+  | { created: true; record: OperationRecord }
+  | { created: false; existing: OperationRecord };
+
+const MAX_RESERVE_TRIES = 3;
+
+/**
+ * Reserves a new operation in `state` (SPEC §3 step 3): one conditional PutItem; if the old item
+ * turns out absent or expired, try again (at most 3 times). A lost PutItem response that the SDK
+ * retried is recognised by `reservation_id` and counts as ours.
+ */
+export async function reserve(
+  deps: LedgerDeps,
+  req: RequestContext,
+  call: PreparedCall,
+  caller: Caller,
+  state: 'pending' | 'queued' | 'awaiting_approval',
+  lease?: Lease,
+): Promise<Reservation> {
+  const key = operationKey(caller.tenant, call.operationId);
+  const nowIso = new Date(req.now).toISOString();
+  const approvalDeadline =
+    state === 'awaiting_approval' ? req.now + deps.config.approvalTtlSeconds * 1000 : undefined;
+  const base: OperationRecord = {
+    ...key,
+    tenant: caller.tenant,
+    operation_id: call.operationId,
+    tool: call.tool.name,
+    arguments: call.canonicalArguments,
+    arguments_digest: call.digest,
+    state,
+    attempt: state === 'pending' ? 1 : 0,
+    max_attempts: call.tool.maxAttempts ?? 3,
+    retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
+    requested_by: caller.principal,
+    reservation_id: randomUUID(),
+    created_at: nowIso,
+    updated_at: nowIso,
+    history: [
+      { at: nowIso, from: null, to: state, attempt: state === 'pending' ? 1 : 0, by: caller.principal },
+    ],
+  };
+  if (caller.agentRunId !== undefined) base.agent_run_id = caller.agentRunId;
+  if (lease) {
+    base.lease_owner = lease.owner;
+    base.lease_expires_at = lease.expiresAt;
+  }
+  if (approvalDeadline !== undefined) base.approval_deadline = approvalDeadline;
+  const item: OperationRecord = {
+    ...base,
+    ...unresolvedFields(
+      base,
+      deps.config,
+      attentionFor(state, req.now, deps.config, {
+        leaseExpiresAt: lease?.expiresAt,
+        approvalDeadline,
+      }),
+    ),
+  };
+  const nowSeconds = Math.floor(req.now / 1000);
+  for (let i = 0; i < MAX_RESERVE_TRIES; i++) {
+    const result = await deps.store.reserve(item, nowSeconds);
+    const existing = result.created ? undefined : result.existing;
+    if (result.created || existing?.reservation_id === item.reservation_id) {
+      logLine(deps, req, item, null, state, call.tool, { code: null });
+      return { created: true, record: item };
+    }
+    if (existing && !isExpired(existing, req.now)) return { created: false, existing };
+  }
+  throw new LedgerUnavailableError('the reservation kept racing with expiring records');
+}
+
+/** A terminal record whose `expires_at` has passed is treated as absent (SPEC §2). */
+export function isExpired(record: OperationRecord, now: number): boolean {
+  return record.expires_at !== undefined && record.expires_at < Math.floor(now / 1000);
+}
+
+/**
+ * `queued | failed_retryable → pending`: a worker claims the next attempt, raising `attempt` in the
+ * same conditional write. A lost response is recognised by our lease owner on the read-back.
+ */
+export async function claim(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool,
+  lease: Lease,
+): Promise<WriteResult> {
+  const next = record.attempt + 1;
+  const result = await write(deps, req, record, tool, {
+    transition: 'claim',
+    expect: {
+      states: ['queued', 'failed_retryable'],
+      attempt: record.attempt,
+      digest: record.arguments_digest,
+    },
+    to: 'pending',
+    set: {
+      attempt: next,
+      lease_owner: lease.owner,
+      lease_expires_at: lease.expiresAt,
+      attention_at: lease.expiresAt,
+      updated_at: iso(req.now),
+    },
+  });
+  if (!result.ok && result.current?.lease_owner === lease.owner && result.current.attempt === next) {
+    return { ok: true, record: result.current };
+  }
+  return result;
+}
+
+/** `failed_retryable → failed_terminal` with `attempts_exhausted`. */
+export async function exhaustAttempts(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool,
+): Promise<WriteResult> {
+  return write(deps, req, record, tool, {
+    transition: 'exhaust_attempts',
+    expect: { states: ['failed_retryable'], attempt: record.attempt },
+    to: 'failed_terminal',
+    set: {
+      outcome_code: 'attempts_exhausted',
+      error: {
+        code: 'attempts_exhausted',
+        message: `all ${record.max_attempts} attempts ended without the effect`,
+      },
+      updated_at: iso(req.now),
+      ...terminalFields(record, req.now),
+    },
+    remove: UNRESOLVED_ATTRIBUTES,
+  });
+}
+
+/** The outcome of one attempt, as the owner reports it. */
+export interface AttemptOutcome {
+  state: 'succeeded' | 'failed_terminal' | 'failed_retryable' | 'uncertain';
+  outcomeCode: string;
+  /** JSON text of the sanitized result (succeeded). */
+  result?: string;
+  error?: OperationError;
+  durationMs: number;
+}
+
+const COMMIT_TRIES = 4;
+
+/**
+ * Records the outcome of attempt `n` by its lease owner (SPEC §3 step 6). The condition is
+ * `attempt = n AND lease_owner = me AND state IN (…)`: from `pending` any outcome; from `uncertain`,
+ * `needs_reconciliation` or `failed_retryable` (a late outcome of the same attempt) only a known one.
+ * A write that fails in transit is retried with the same condition and verified by reading back
+ * (`outcome_by`). An outcome for a superseded attempt is stored as `late_outcome` and counted.
+ *
+ * ```
+ *  owner ─ UpdateItem IF attempt=n ∧ lease_owner=me ∧ state∈S ─▶ ok: committed
+ *            │ transport error ──▶ retry same write (≤4) ──▶ condition failed?
+ *            └ condition failed ─▶ read: outcome_by=me ∧ state=ours? committed (lost response)
+ *                                        attempt>n? late_outcome annotation
+ * ```
+ */
+export async function recordOutcome(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool,
+  lease: Lease,
+  outcome: AttemptOutcome,
+): Promise<OperationRecord> {
+  const known = outcome.state === 'succeeded' || outcome.state === 'failed_terminal';
+  const now = deps.clock();
+  const terminal = isTerminal(outcome.state);
+  const set: Partial<OperationRecord> = {
+    outcome_code: outcome.outcomeCode,
+    outcome_by: lease.owner,
+    updated_at: iso(now),
+  };
+  if (outcome.result !== undefined) set.result = outcome.result;
+  if (outcome.error !== undefined) set.error = outcome.error;
+  let remove: (keyof OperationRecord)[] = [];
+  if (terminal) {
+    Object.assign(set, terminalFields(record, now));
+    remove = [...UNRESOLVED_ATTRIBUTES];
+  } else {
+    const at = attentionFor(outcome.state, now, deps.config, { attempt: record.attempt });
+    Object.assign(set, unresolvedFields(record, deps.config, at));
+  }
+  const expect: Expectation = {
+    states: known ? ['pending', 'uncertain', 'needs_reconciliation', 'failed_retryable'] : ['pending'],
+    attempt: record.attempt,
+    leaseOwner: lease.owner,
+  };
+  const transition: TransitionName[] = known ? ['record_outcome', 'record_late_outcome'] : ['record_outcome'];
+
+  let lastError: unknown;
+  for (let i = 0; i < COMMIT_TRIES; i++) {
+    let result: WriteResult;
+    try {
+      result = await write(
+        deps,
+        req,
+        record,
+        tool,
+        { transition, expect, to: outcome.state, set, remove },
+        { code: outcome.outcomeCode, durationMs: outcome.durationMs },
+      );
+    } catch (error) {
+      if (!(error instanceof LedgerUnavailableError)) throw error;
+      lastError = error;
+      await sleep(50 * 2 ** i);
+      continue;
+    }
+    if (result.ok) {
+      if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
+      return result.record;
+    }
+    const current = result.current;
+    if (!current) throw new Error('the operation record vanished during commit');
+    if (
+      current.attempt === record.attempt &&
+      current.outcome_by === lease.owner &&
+      current.state === outcome.state
+    ) {
+      return current; // our earlier write landed; its response was lost
+    }
+    if (current.attempt > record.attempt) {
+      await recordLateOutcome(deps, req, current, tool, record.attempt, outcome);
+    }
+    return current;
+  }
+  throw lastError;
+}
+
+async function recordLateOutcome(
+  deps: LedgerDeps,
+  req: RequestContext,
+  current: OperationRecord,
+  tool: AnyTool,
+  attempt: number,
+  outcome: AttemptOutcome,
+): Promise<void> {
+  const late: LateOutcome = {
+    attempt,
+    state: outcome.state,
+    outcome_code: outcome.outcomeCode,
+    at: iso(deps.clock()),
+  };
+  await deps.store.annotateLateOutcome({ pk: current.pk, sk: current.sk }, attempt, late);
+  deps.metrics.count('LateOutcomes', tool.name);
+  deps.log({
+    ...lineBase(current, tool, req),
+    attempt_number: attempt,
+    state_before: current.state,
+    state_after: current.state,
+    outcome_code: `late_outcome:${outcome.state}`,
+    duration_ms: outcome.durationMs,
+  });
+}
+
+/** `pending → uncertain` by the reconciler once the lease has expired. The lease owner is kept, so a late commit of the same attempt still lands. */
+export async function expireLease(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+): Promise<WriteResult> {
+  return write(
+    deps,
+    req,
+    record,
+    tool,
+    {
+      transition: 'expire_lease',
+      expect: { states: ['pending'], attempt: record.attempt, leaseExpiredBefore: req.now },
+      to: 'uncertain',
+      set: { outcome_code: 'lease_expired', updated_at: iso(req.now), attention_at: req.now },
+    },
+    { code: 'lease_expired' },
+  );
+}
+
+/** Generic state change used by the reconciler, operators and approvers; see the named wrappers. */
+export interface StateChange {
+  transition: TransitionName;
+  expect: Expectation;
+  to: OperationState;
+  code: string;
+  set?: Partial<OperationRecord>;
+}
+
+/**
+ * Performs a state change that ends or re-arms a record: terminal targets get `expires_at` and leave
+ * both indexes; others get the attention time of their new state.
+ */
+export async function changeState(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  change: StateChange,
+): Promise<WriteResult> {
+  const set: Partial<OperationRecord> = {
+    ...change.set,
+    outcome_code: change.code,
+    updated_at: iso(req.now),
+  };
+  let remove: (keyof OperationRecord)[] = [];
+  if (isTerminal(change.to)) {
+    Object.assign(set, terminalFields(record, req.now));
+    remove = [...UNRESOLVED_ATTRIBUTES];
+  } else {
+    const at = attentionFor(change.to, req.now, deps.config, { attempt: record.attempt });
+    Object.assign(set, unresolvedFields(record, deps.config, at));
+    if (at === undefined) remove = [...ATTENTION_ATTRIBUTES];
+  }
+  return write(
+    deps,
+    req,
+    record,
+    tool,
+    { transition: change.transition, expect: change.expect, to: change.to, set, remove },
+    { code: change.code },
+  );
+}
+
+/**
+ * Moves a record's attention time without changing its state (a reconcile check that answered
+ * `unknown`, a re-enqueue). Conditional on state and attempt, so two reconcilers cannot both act.
+ */
+export async function deferAttention(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+  extra: Partial<OperationRecord> = {},
+  expect: Partial<Expectation> = {},
+): Promise<WriteResult> {
+  return deps.store.transition(
+    { pk: record.pk, sk: record.sk },
+    {
+      transition: 'reconcile',
+      expect: { states: [record.state], attempt: record.attempt, ...expect },
+      set: { attention_at: nextAt, updated_at: iso(req.now), ...extra },
+    },
+  );
+}
+
+async function write(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  w: TransitionWrite,
+  extra: { code?: string; durationMs?: number } = {},
+): Promise<WriteResult> {
+  const by = w.set.lease_owner ?? w.set.resolved_by ?? w.set.approval?.by ?? deps.workerId;
+  const history =
+    w.to === undefined
+      ? undefined
+      : {
+          at: iso(req.now),
+          from: record.state,
+          to: w.to,
+          attempt: w.set.attempt ?? record.attempt,
+          by,
+          ...(extra.code === undefined ? {} : { code: extra.code }),
+        };
+  const result = await deps.store.transition(
+    { pk: record.pk, sk: record.sk },
+    history ? { ...w, history } : w,
+  );
+  if (result.ok && w.to !== undefined) {
+    logLine(deps, req, result.record, record.state, w.to, tool, {
+      code: extra.code ?? null,
+      durationMs: extra.durationMs,
+    });
+  }
+  return result;
+}
+
+function lineBase(record: OperationRecord, tool: AnyTool | undefined, req: RequestContext) {
+  return {
+    event_time: new Date().toISOString(),
+    agent_run_id: record.agent_run_id ?? null,
+    operation_id: record.operation_id,
+    tool_name: record.tool,
+    arguments_digest: record.arguments_digest,
+    replayed: false,
+    target_class: targetClass(tool, record.tool),
+    request_id: req.requestId,
+  };
+}
+
+function logLine(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  before: OperationState | null,
+  after: OperationState,
+  tool: AnyTool | undefined,
+  extra: { code: string | null; durationMs?: number | undefined },
+): void {
+  deps.log({
+    ...lineBase(record, tool, req),
+    attempt_number: record.attempt,
+    state_before: before,
+    state_after: after,
+    outcome_code: extra.code,
+    duration_ms: extra.durationMs ?? Math.max(0, deps.clock() - req.now),
+  });
+}
+
+/**
+ * Logs a request that changed nothing (a replay, a conflict, an in-progress answer) in the same shape
+ * as a transition, so one query finds every touch of an operation.
+ */
+export function logObservation(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  code: string,
+  replayed: boolean,
+): void {
+  deps.log({
+    ...lineBase(record, tool, req),
+    replayed,
+    attempt_number: record.attempt,
+    state_before: record.state,
+    state_after: record.state,
+    outcome_code: code,
+    duration_ms: Math.max(0, deps.clock() - req.now),
+  });
+}
+
+/** The coarse target label of a tool for logs. */
+export function targetClass(tool: AnyTool | undefined, toolName: string): string {
+  return tool?.targetClass ?? toolName.split('.')[0] ?? 'unknown';
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,93 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+
+/** Metric names, one per SPEC §9 signal. The CDK alarms refer to the same names. */
+export type LedgerMetricName =
+  | 'FirstExecutions'
+  | 'Replays'
+  | 'Conflicts'
+  | 'InProgressRejections'
+  | 'UncertainOutcomes'
+  | 'LateOutcomes'
+  | 'Reconciliations'
+  | 'UnresolvedOperations'
+  | 'NeedsReconciliation'
+  | 'ReconciliationLatency';
+
+/** What the engine records; tests pass an in-memory implementation. */
+export interface LedgerMetrics {
+  /** Adds `value` to a counter for a tool (and an outcome, for reconciliations). */
+  count(name: LedgerMetricName, tool: string, value?: number, outcome?: string): void;
+  /** Records a gauge-like value for the whole service (unresolved operations). */
+  gauge(name: LedgerMetricName, value: number): void;
+  /** Records a latency, ms. */
+  latency(name: LedgerMetricName, tool: string, ms: number): void;
+  /** Writes what was recorded (EMF to stdout in Lambda). */
+  flush(): void;
+}
+
+/**
+ * EMF metrics through Powertools. Each data point is emitted twice: once with the `tool` dimension
+ * (for dashboards) and once with the service dimension alone (what alarms use), because CloudWatch
+ * cannot sum across dimension values in an alarm without metric math.
+ */
+export class PowertoolsLedgerMetrics implements LedgerMetrics {
+  private readonly metrics: Metrics;
+
+  constructor(metrics?: Metrics) {
+    this.metrics =
+      metrics ??
+      new Metrics({
+        namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'ToolLedger',
+        serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'tool-ledger',
+      });
+  }
+
+  count(name: LedgerMetricName, tool: string, value = 1, outcome?: string): void {
+    this.metrics.addMetric(name, MetricUnit.Count, value);
+    const single = this.metrics.singleMetric();
+    single.addDimension('tool', tool);
+    if (outcome !== undefined) single.addDimension('outcome', outcome);
+    single.addMetric(name, MetricUnit.Count, value);
+  }
+
+  gauge(name: LedgerMetricName, value: number): void {
+    this.metrics.addMetric(name, MetricUnit.Count, value);
+  }
+
+  latency(name: LedgerMetricName, tool: string, ms: number): void {
+    this.metrics.addMetric(name, MetricUnit.Milliseconds, ms);
+    const single = this.metrics.singleMetric();
+    single.addDimension('tool', tool);
+    single.addMetric(name, MetricUnit.Milliseconds, ms);
+  }
+
+  flush(): void {
+    this.metrics.publishStoredMetrics();
+  }
+}
+
+/** Metrics kept in memory: for tests and for local mode's summary. */
+export class MemoryLedgerMetrics implements LedgerMetrics {
+  readonly counts = new Map<string, number>();
+
+  count(name: LedgerMetricName, tool: string, value = 1, outcome?: string): void {
+    const key = outcome === undefined ? `${name}|${tool}` : `${name}|${tool}|${outcome}`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + value);
+    this.counts.set(name, (this.counts.get(name) ?? 0) + value);
+  }
+
+  gauge(name: LedgerMetricName, value: number): void {
+    this.counts.set(name, value);
+  }
+
+  latency(name: LedgerMetricName, _tool: string, ms: number): void {
+    this.counts.set(name, ms);
+  }
+
+  flush(): void {}
+
+  /** The total of a metric across tools. */
+  total(name: LedgerMetricName): number {
+    return this.counts.get(name) ?? 0;
+  }
+}

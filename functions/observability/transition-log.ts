@@ -1,0 +1,30 @@
+import type { OperationState } from '../domain/states';
+import { logger } from './logger';
+
+/**
+ * One log line per state transition, with exactly the fields of SPEC §9. Values are identities,
+ * digests, states and codes: never arguments, results, headers or tool error messages.
+ */
+export interface TransitionLogLine {
+  event_time: string;
+  agent_run_id: string | null;
+  operation_id: string;
+  tool_name: string;
+  arguments_digest: string;
+  attempt_number: number;
+  state_before: OperationState | null;
+  state_after: OperationState;
+  replayed: boolean;
+  target_class: string;
+  outcome_code: string | null;
+  duration_ms: number;
+  request_id: string;
+}
+
+/** Where transition lines go; tests pass a collecting sink. */
+export type TransitionSink = (line: TransitionLogLine) => void;
+
+/** Writes a transition line through the Powertools logger. */
+export const logTransition: TransitionSink = (line) => {
+  logger.info('operation transition', { ...line });
+};

@@ -1,0 +1,188 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { z } from 'zod';
+import { type LedgerConfig, loadConfig } from '../../functions/config';
+import {
+  type AnyTool,
+  defineTool,
+  NotAppliedError,
+  TerminalToolError,
+  UncertainOutcomeError,
+} from '../../functions/domain/tool';
+import {
+  createDeps,
+  type LedgerDeps,
+  newRequest,
+  type RequestContext,
+} from '../../functions/engine/ledger-deps';
+import { type SubmitRequest, submitOperation } from '../../functions/engine/submit-operation';
+import type { WorkMessage, WorkQueue } from '../../functions/engine/work-queue';
+import { LedgerStore } from '../../functions/ledger/ledger-store';
+import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import type { TransitionLogLine } from '../../functions/observability/transition-log';
+import { ToolRegistry } from '../../functions/tools/registry';
+
+/** What the scripted test tool does on its next call(s). */
+export type Behaviour =
+  | { kind: 'succeed'; result?: unknown; delayMs?: number }
+  | { kind: 'terminal'; code: string; status?: number }
+  | { kind: 'not_applied'; code: string }
+  | { kind: 'uncertain'; code: string }
+  | { kind: 'throw' }
+  | { kind: 'hang' }
+  | { kind: 'apply_then_hang' };
+
+/**
+ * A tool with a real, countable effect: every execute that "applies" appends to `effects`, keyed by
+ * operation ID. Its behaviour is scripted per call.
+ */
+export class ScriptedTool {
+  readonly effects: { operationId: string; attempt: number; args: unknown }[] = [];
+  readonly starts: { operationId: string; attempt: number }[] = [];
+  private script: Behaviour[] = [];
+  defaultBehaviour: Behaviour = { kind: 'succeed' };
+  reconcileVerdict: 'applied' | 'not_applied' | 'unknown' | undefined = undefined;
+  readonly tool: AnyTool;
+
+  constructor(name = 'test.effect', options: Partial<AnyTool> = {}) {
+    this.tool = defineTool({
+      name,
+      description: 'a scripted effect for tests',
+      effect: 'write',
+      targetClass: 'test',
+      schema: z.object({ target: z.string(), value: z.unknown().optional() }).strict(),
+      execute: async (args, ctx) => {
+        this.starts.push({ operationId: ctx.operationId, attempt: ctx.attempt });
+        const b = this.script.shift() ?? this.defaultBehaviour;
+        const apply = () => this.effects.push({ operationId: ctx.operationId, attempt: ctx.attempt, args });
+        switch (b.kind) {
+          case 'succeed':
+            if (b.delayMs) await sleep(b.delayMs, ctx.signal);
+            apply();
+            return b.result ?? { ok: true, target: args.target, attempt: ctx.attempt };
+          case 'terminal':
+            throw new TerminalToolError(
+              b.code,
+              'the target refused the call',
+              b.status === undefined ? {} : { status: b.status },
+            );
+          case 'not_applied':
+            throw new NotAppliedError(b.code, 'nothing was sent');
+          case 'uncertain':
+            apply();
+            throw new UncertainOutcomeError(b.code, 'the response was lost');
+          case 'throw':
+            throw new Error(`secret ${JSON.stringify(args)}`);
+          case 'hang':
+            return new Promise(() => {});
+          case 'apply_then_hang':
+            apply();
+            return new Promise(() => {});
+        }
+      },
+      reconcile: async (_args, ctx) => {
+        const verdict = this.reconcileVerdict;
+        if (verdict === 'applied') {
+          return {
+            status: 'applied',
+            result: { reconciled: true, effects: this.effectsOf(ctx.operationId) },
+          };
+        }
+        if (verdict === 'not_applied') return { status: 'not_applied' };
+        if (verdict === undefined) {
+          return this.effectsOf(ctx.operationId) > 0
+            ? { status: 'applied', result: { reconciled: true } }
+            : { status: 'not_applied' };
+        }
+        return { status: 'unknown' };
+      },
+      ...options,
+    });
+  }
+
+  /** Queue behaviours for the next calls. */
+  next(...behaviours: Behaviour[]): this {
+    this.script.push(...behaviours);
+    return this;
+  }
+
+  effectsOf(operationId: string): number {
+    return this.effects.filter((e) => e.operationId === operationId).length;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    });
+  });
+}
+
+/** A work queue that keeps messages in memory (queue behaviour itself is tested on fauxqs). */
+export class MemoryQueue implements WorkQueue {
+  readonly messages: WorkMessage[] = [];
+  async enqueue(message: WorkMessage): Promise<void> {
+    this.messages.push(message);
+  }
+}
+
+/** A ledger wired to dynalite with collecting sinks and a controllable clock. */
+export interface TestLedger {
+  deps: LedgerDeps;
+  store: LedgerStore;
+  metrics: MemoryLedgerMetrics;
+  logs: TransitionLogLine[];
+  queue: MemoryQueue;
+  /** Moves the test clock (starts at real time). */
+  advance(ms: number): void;
+  submit(
+    request: Partial<SubmitRequest> & { operationId: unknown; arguments: unknown },
+    req?: RequestContext,
+  ): ReturnType<typeof submitOperation>;
+  req(): RequestContext;
+}
+
+/** Builds a test ledger on a table. */
+export function testLedger(
+  client: DynamoDBClient,
+  tableName: string,
+  tools: AnyTool[],
+  config: Partial<LedgerConfig> = {},
+): TestLedger {
+  let offset = 0;
+  const store = new LedgerStore({ client, tableName });
+  const metrics = new MemoryLedgerMetrics();
+  const logs: TransitionLogLine[] = [];
+  const queue = new MemoryQueue();
+  const deps = createDeps({
+    store,
+    tools: new ToolRegistry(tools),
+    config: { ...loadConfig({}), tableName, ...config },
+    queue,
+    metrics,
+    log: (line) => logs.push(line),
+    clock: () => Date.now() + offset,
+  });
+  return {
+    deps,
+    store,
+    metrics,
+    logs,
+    queue,
+    advance(ms) {
+      offset += ms;
+    },
+    req: () => newRequest(deps),
+    submit(request, req) {
+      return submitOperation(deps, req ?? newRequest(deps), {
+        tenant: 'acme',
+        principal: 'agent-1',
+        tool: tools[0]?.name,
+        mode: 'sync',
+        ...request,
+      });
+    },
+  };
+}
