@@ -167,7 +167,7 @@ export async function exhaustAttempts(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
-  tool: AnyTool,
+  tool: AnyTool | undefined,
 ): Promise<WriteResult> {
   return write(deps, req, record, tool, {
     transition: 'exhaust_attempts',

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import { errorClass, LedgerError, LedgerUnavailableError } from '../domain/errors';
+import { parseIJson } from '../domain/i-json';
+import { logger } from '../observability/logger';
+import type { LedgerDeps, RequestContext } from './ledger-deps';
+import { submitOperation } from './submit-operation';
+
+/** Largest message body accepted (SQS allows 256 KiB). */
+const MAX_MESSAGE_BYTES = 256 * 1024;
+
+const messageSchema = z
+  .object({
+    operation_id: z.string(),
+    tenant: z.string().min(1),
+    tool: z.string(),
+    arguments: z.record(z.string(), z.unknown()),
+    agent_run_id: z.string().max(255).optional(),
+    not_after: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+
+/** The tenants a work queue may carry (SPEC §6). */
+export type QueueBinding = ReadonlySet<string>;
+
+/**
+ * What the executor tells SQS about one message (SPEC §6): `retry` reports a batch item failure (SQS
+ * redelivers, then the DLQ keeps it); `ack` removes it because the ledger owns the outcome now.
+ */
+export interface WorkVerdict {
+  action: 'ack' | 'retry';
+  /** Why, for the log line (never content). */
+  code: string;
+}
+
+/**
+ * Handles one work-queue message: validates it, checks the queue's tenant binding and `not_after`,
+ * then runs it through the same flow as a synchronous call (reserve or claim, run once, commit).
+ *
+ * @example
+ * ```ts
+ * const verdict = await handleWorkMessage(deps, req, record.body, new Set(['acme']));
+ * if (verdict.action === 'retry') failures.push(record.messageId);
+ * ```
+ */
+export async function handleWorkMessage(
+  deps: LedgerDeps,
+  req: RequestContext,
+  body: string,
+  binding: QueueBinding,
+): Promise<WorkVerdict> {
+  let message: z.infer<typeof messageSchema>;
+  try {
+    const parsed = messageSchema.safeParse(parseIJson(body, { maxDepth: 40, maxBytes: MAX_MESSAGE_BYTES }));
+    if (!parsed.success) return poison('invalid_message');
+    message = parsed.data;
+  } catch {
+    return poison('invalid_json');
+  }
+  if (!binding.has(message.tenant)) return poison('tenant_not_bound');
+  if (message.not_after !== undefined && Date.parse(message.not_after) < req.now) {
+    return { action: 'ack', code: 'not_after_passed' };
+  }
+  try {
+    const result = await submitOperation(deps, req, {
+      tenant: message.tenant,
+      principal: `queue:${message.tenant}`,
+      operationId: message.operation_id,
+      tool: message.tool,
+      arguments: message.arguments,
+      mode: 'worker',
+      ...(message.agent_run_id === undefined ? {} : { agentRunId: message.agent_run_id }),
+    });
+    if (result.kind === 'retryable') return { action: 'retry', code: 'failed_retryable' };
+    return { action: 'ack', code: `${result.kind}_${result.record.state}` };
+  } catch (error) {
+    if (error instanceof LedgerUnavailableError) return { action: 'retry', code: 'ledger_unavailable' };
+    if (error instanceof LedgerError) {
+      if (error.code === 'idempotency_key_reused') return { action: 'ack', code: error.code };
+      return poison(error.code);
+    }
+    logger.error('work message failed', { error_class: errorClass(error) });
+    return { action: 'retry', code: 'internal_error' };
+  }
+}
+
+/** A message that can never run: report it failed so that the DLQ keeps the evidence. */
+function poison(code: string): WorkVerdict {
+  logger.warn('work message refused', { outcome_code: code });
+  return { action: 'retry', code };
+}

@@ -1,0 +1,113 @@
+import { StateChangedError, ValidationError } from '../domain/errors';
+import { assertIJsonValue } from '../domain/i-json';
+import type { OperationRecord } from '../domain/operation';
+import type { OperationState } from '../domain/states';
+import type { LedgerDeps, RequestContext } from './ledger-deps';
+import { getOperation } from './read-operations';
+import { MAX_RESULT_BYTES } from './run-attempt';
+import { toolOf } from './submit-operation';
+import { changeState } from './transitions';
+
+/** An operator's resolution of an operation the reconciler could not decide. */
+export interface ResolutionRequest {
+  tenant: string;
+  principal: string;
+  operationId: string;
+  outcome: unknown;
+  result?: unknown;
+  attempt?: unknown;
+}
+
+const TARGET: Record<'applied' | 'not_applied' | 'failed', OperationState> = {
+  applied: 'succeeded',
+  not_applied: 'failed_retryable',
+  failed: 'failed_terminal',
+};
+
+/**
+ * Resolves `uncertain | needs_reconciliation` by an operator (SPEC §5): applied → succeeded (with
+ * `resolved_by`), not_applied → failed_retryable (retried), failed → failed_terminal. The same
+ * resolution again is idempotent; a record that changed meanwhile is `state_changed`. With `attempt`,
+ * it applies only while the record is still at that attempt.
+ */
+export async function resolveOperation(
+  deps: LedgerDeps,
+  req: RequestContext,
+  request: ResolutionRequest,
+): Promise<{ record: OperationRecord; changed: boolean }> {
+  const outcome = request.outcome;
+  if (outcome !== 'applied' && outcome !== 'not_applied' && outcome !== 'failed') {
+    throw new ValidationError('outcome must be "applied", "not_applied" or "failed"', [
+      { path: '$.outcome', message: 'invalid' },
+    ]);
+  }
+  if (
+    request.attempt !== undefined &&
+    (!Number.isSafeInteger(request.attempt) || (request.attempt as number) < 0)
+  ) {
+    throw new ValidationError('attempt must be a non-negative integer', [
+      { path: '$.attempt', message: 'invalid' },
+    ]);
+  }
+  let resultJson: string | undefined;
+  if (outcome === 'applied') {
+    const value = request.result === undefined ? null : request.result;
+    assertIJsonValue(value, 32, '$.result');
+    resultJson = JSON.stringify(value);
+    if (Buffer.byteLength(resultJson, 'utf8') > MAX_RESULT_BYTES) {
+      throw new ValidationError(`result is larger than ${MAX_RESULT_BYTES} bytes`, [
+        { path: '$.result', message: 'too large' },
+      ]);
+    }
+  } else if (request.result !== undefined) {
+    throw new ValidationError('result is only accepted with outcome "applied"', [
+      { path: '$.result', message: 'invalid' },
+    ]);
+  }
+  const to = TARGET[outcome];
+  const record = await getOperation(deps, req, request.tenant, request.operationId);
+  const attempt = request.attempt as number | undefined;
+  if (isSameResolution(record, request.principal, to, outcome)) return { record, changed: false };
+  if (record.state !== 'uncertain' && record.state !== 'needs_reconciliation') {
+    throw new StateChangedError('only uncertain or needs_reconciliation operations can be resolved', {
+      state: record.state,
+    });
+  }
+  if (attempt !== undefined && record.attempt !== attempt) {
+    throw new StateChangedError('the operation has moved to another attempt', {
+      state: record.state,
+      attempt: record.attempt,
+    });
+  }
+  const set: Partial<OperationRecord> = { resolved_by: request.principal };
+  if (resultJson !== undefined) set.result = resultJson;
+  if (outcome === 'failed')
+    set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
+  const result = await changeState(deps, req, record, toolOf(deps, record), {
+    transition: 'resolve',
+    expect: { states: ['uncertain', 'needs_reconciliation'], attempt: record.attempt },
+    to,
+    code: `resolved_${outcome}`,
+    set,
+  });
+  if (!result.ok) {
+    if (result.current && isSameResolution(result.current, request.principal, to, outcome)) {
+      return { record: result.current, changed: false };
+    }
+    throw new StateChangedError('the operation changed while it was resolved', {
+      state: result.current?.state,
+    });
+  }
+  return { record: result.record, changed: true };
+}
+
+function isSameResolution(
+  record: OperationRecord,
+  principal: string,
+  to: OperationState,
+  outcome: string,
+): boolean {
+  return (
+    record.state === to && record.resolved_by === principal && record.outcome_code === `resolved_${outcome}`
+  );
+}
