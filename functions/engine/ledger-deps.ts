@@ -4,6 +4,7 @@ import type { LedgerStore } from '../ledger/ledger-store';
 import { type LedgerMetrics, PowertoolsLedgerMetrics } from '../observability/metrics';
 import { logTransition, type TransitionSink } from '../observability/transition-log';
 import type { ToolRegistry } from '../tools/registry';
+import { TerminalCache } from './terminal-cache';
 import type { WorkQueue } from './work-queue';
 
 /**
@@ -21,6 +22,8 @@ export interface LedgerDeps {
   metrics: LedgerMetrics;
   /** Label of this process, part of every lease owner. */
   workerId: string;
+  /** Terminal records seen by this process: replays and conflicts with no DynamoDB call. */
+  cache: TerminalCache;
 }
 
 /** What one request carries through the engine: identity for logs and lease ownership. */
@@ -41,6 +44,7 @@ export function createDeps(
     log: logTransition,
     metrics: new PowertoolsLedgerMetrics(),
     workerId: `w-${randomUUID().slice(0, 8)}`,
+    cache: new TerminalCache(1000),
     ...parts,
   };
 }

@@ -2,6 +2,7 @@ import { IdempotencyConflictError } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
 import { isTerminal } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
+import { operationKey } from '../ledger/keys';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { type PreparedCall, prepareCall } from './prepare-call';
@@ -69,6 +70,8 @@ export async function submitOperation(
   const call = prepareCall(deps.tools, request.operationId, request.tool, request.arguments);
   const caller: Caller = { tenant: request.tenant, principal: request.principal };
   if (request.agentRunId !== undefined) caller.agentRunId = request.agentRunId;
+  const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);
+  if (cached) return existingRecord(deps, req, call, cached, request.mode);
 
   // A tool whose timeout does not fit the synchronous budget always runs asynchronously (SPEC §3).
   const tooLong = request.mode === 'sync' && (call.tool.timeoutMs ?? 10_000) > deps.config.syncWaitMs;
@@ -109,6 +112,7 @@ async function existingRecord(
     throw new IdempotencyConflictError(record.operation_id, record.arguments_digest);
   }
   if (isTerminal(record.state)) {
+    deps.cache.put(record);
     deps.metrics.count('Replays', tool.name);
     logObservation(deps, req, record, tool, 'replayed', true);
     return { kind: 'completed', record, replayed: true };
@@ -161,6 +165,7 @@ async function run(
     return accepted(deps, record, false);
   }
   if (isTerminal(after.state)) {
+    deps.cache.put(after);
     const ranHere = after.attempt === record.attempt && after.outcome_by === lease.owner;
     return { kind: 'completed', record: after, replayed: !ranHere };
   }
