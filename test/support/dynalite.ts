@@ -8,7 +8,7 @@ export interface DynaliteHandle {
   endpoint: string;
   client: DynamoDBClient;
   /** Makes another client for the same server (e.g. with fault-injecting middleware). */
-  newClient(): DynamoDBClient;
+  newClient(options?: { maxAttempts?: number }): DynamoDBClient;
   stop(): Promise<void>;
 }
 
@@ -22,12 +22,12 @@ export async function startDynalite(path?: string): Promise<DynaliteHandle> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const newClient = () =>
+  const newClient = (options: { maxAttempts?: number } = {}) =>
     new DynamoDBClient({
       endpoint,
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      maxAttempts: 3,
+      maxAttempts: options.maxAttempts ?? 3,
     });
   const client = newClient();
   return {
