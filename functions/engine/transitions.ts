@@ -378,7 +378,8 @@ export async function changeState(
 
 /**
  * Moves a record's attention time without changing its state (a reconcile check that answered
- * `unknown`, a re-enqueue). Conditional on state and attempt, so two reconcilers cannot both act.
+ * `unknown`, a re-enqueue). Conditional on state, attempt and the attention time that was read, so of
+ * two reconcilers that saw the same due record only one wins the right to act on it.
  */
 export async function deferAttention(
   deps: LedgerDeps,
@@ -392,7 +393,12 @@ export async function deferAttention(
     { pk: record.pk, sk: record.sk },
     {
       transition: 'reconcile',
-      expect: { states: [record.state], attempt: record.attempt, ...expect },
+      expect: {
+        states: [record.state],
+        attempt: record.attempt,
+        ...(record.attention_at === undefined ? {} : { attentionAt: record.attention_at }),
+        ...expect,
+      },
       set: { attention_at: nextAt, updated_at: iso(req.now), ...extra },
     },
   );

@@ -39,6 +39,8 @@ export interface Expectation {
   leaseExpiredBefore?: number;
   /** Only while `reconcile_checks` is exactly this (absent counts as 0). */
   reconcileChecks?: number;
+  /** Only while `attention_at` is exactly this: the reconciler's optimistic lock on a due record. */
+  attentionAt?: number;
 }
 
 /** One conditional transition of one item. */
@@ -218,6 +220,12 @@ export class LedgerStore {
           ? '(attribute_not_exists(#checks) OR #checks = :checks)'
           : '#checks = :checks',
       );
+    }
+
+    if (write.expect.attentionAt !== undefined) {
+      names['#attention_at'] = 'attention_at';
+      values[':attention_at'] = write.expect.attentionAt;
+      conditions.push('#attention_at = :attention_at');
     }
 
     let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';

@@ -59,5 +59,9 @@ export function throttling(): Error {
 
 /** A transport error after the request was sent: the response is lost. */
 export function lostResponse(): Error {
-  return Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+  return Object.assign(new Error('socket hang up'), {
+    name: 'TimeoutError',
+    code: 'ECONNRESET',
+    $metadata: {},
+  });
 }

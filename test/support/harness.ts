@@ -186,3 +186,38 @@ export function testLedger(
     },
   };
 }
+
+/**
+ * Drives a ledger to quiescence the way production does: reconciler passes, then the executor
+ * handling every queued message (as SQS would deliver them), with the clock moved forward between
+ * rounds so that leases and backoffs expire. Returns the number of rounds used.
+ */
+export async function drive(
+  ledger: TestLedger,
+  options: { rounds?: number; stepMs?: number } = {},
+): Promise<number> {
+  const { reconcilePass } = await import('../../functions/engine/reconcile');
+  const { handleWorkMessage } = await import('../../functions/engine/handle-work-message');
+  const rounds = options.rounds ?? 12;
+  for (let round = 1; round <= rounds; round++) {
+    ledger.advance(options.stepMs ?? 120_000);
+    await reconcilePass(ledger.deps, ledger.req());
+    const messages = ledger.queue.messages.splice(0);
+    for (const message of messages) {
+      await handleWorkMessage(ledger.deps, ledger.req(), JSON.stringify(message), new Set([message.tenant]));
+    }
+    if (messages.length === 0 && ledger.queue.messages.length === 0 && !(await anyAttention(ledger)))
+      return round;
+  }
+  return rounds;
+}
+
+/** True while any record is in the attention index, due or not. */
+async function anyAttention(ledger: TestLedger): Promise<boolean> {
+  const { allShards } = await import('../../functions/ledger/keys');
+  for (const shard of allShards(ledger.deps.config.attentionShards)) {
+    const page = await ledger.store.queryAttention(shard, Number.MAX_SAFE_INTEGER, 1);
+    if (page.items.length > 0) return true;
+  }
+  return false;
+}
