@@ -155,6 +155,8 @@ export async function claim(
       attention_at: lease.expiresAt,
       updated_at: iso(req.now),
     },
+    // What described the previous attempt does not describe this one.
+    remove: ['reconcile_checks', 'reconciled', 'resolved_by', 'error', 'outcome_by', 'outcome_code'],
   });
   if (!result.ok && result.current?.lease_owner === lease.owner && result.current.attempt === next) {
     return { ok: true, record: result.current };
