@@ -1,0 +1,112 @@
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TerminalToolError } from '../../functions/domain/tool';
+import { resolveWorkspaceTarget, workspacePathSchema } from '../../functions/tools/workspace-path';
+import { tempDirs } from './tool-context';
+
+describe('workspace path schema', () => {
+  it.each([
+    ['a//b/./c.txt', 'a/b/c.txt'],
+    ['./notes.md', 'notes.md'],
+    ['a/./././b', 'a/b'],
+    ['dir with spaces/ünïcødé.txt', 'dir with spaces/ünïcødé.txt'],
+    ['.hidden', '.hidden'],
+    ['...', '...'],
+  ])('normalizes %j to %j so the digest does not depend on spelling', (input, output) => {
+    expect(workspacePathSchema.parse(input)).toBe(output);
+  });
+
+  it.each([
+    ['empty', ''],
+    ['absolute', '/etc/passwd'],
+    ['parent escape', '../outside.txt'],
+    ['deep parent escape', 'a/b/../../../x'],
+    ['inner .. even when it stays inside', 'a/../b.txt'],
+    ['trailing ..', 'a/..'],
+    ['NUL byte', 'a\u0000b.txt'],
+    ['control character', 'a\nb.txt'],
+    ['backslash separator', 'a\\..\\b.txt'],
+    ['a folder (trailing slash)', 'a/'],
+    ['a folder (trailing dot)', 'a/.'],
+    ['the root itself', '.'],
+    ['the reserved folder', '.tool-ledger/markers/x/1.json'],
+    ['the reserved folder in another case', './.Tool-Ledger/x'],
+    ['a segment over 255 bytes', `${'é'.repeat(128)}.txt`],
+    ['a path over 1024 characters', `${'a/'.repeat(600)}x`],
+  ])('refuses %s before anything runs', (_label, input) => {
+    expect(workspacePathSchema.safeParse(input).success).toBe(false);
+  });
+
+  it('never repeats the refused path in its messages', () => {
+    const result = workspacePathSchema.safeParse('../SECRET-VALUE.txt');
+    expect(result.success).toBe(false);
+    expect(JSON.stringify(result.error?.issues.map((issue) => issue.message))).not.toContain('SECRET');
+  });
+});
+
+describe('resolveWorkspaceTarget', () => {
+  let dirs: Awaited<ReturnType<typeof tempDirs>>;
+  beforeEach(async () => {
+    dirs = await tempDirs();
+    await mkdir(dirs.root, { recursive: true });
+    await mkdir(dirs.outside, { recursive: true });
+  });
+  afterEach(() => dirs.cleanup());
+
+  it('creates missing folders one by one when asked', async () => {
+    const target = await resolveWorkspaceTarget(dirs.root, 'a/b/c.txt', { createParents: true });
+    expect(target?.dir).toBe(path.join(dirs.root, 'a/b'));
+    expect(target?.existing).toBeUndefined();
+  });
+
+  it('reports a missing folder as absent without creating it', async () => {
+    expect(await resolveWorkspaceTarget(dirs.root, 'a/b/c.txt', { createParents: false })).toBeUndefined();
+    expect(
+      await resolveWorkspaceTarget(path.join(dirs.base, 'nope'), 'c.txt', { createParents: false }),
+    ).toBeUndefined();
+  });
+
+  it('refuses a link to a folder anywhere on the path', async () => {
+    await symlink(dirs.outside, path.join(dirs.root, 'escape'));
+    await expect(
+      resolveWorkspaceTarget(dirs.root, 'escape/x.txt', { createParents: true }),
+    ).rejects.toMatchObject({
+      code: 'path_escape',
+    });
+  });
+
+  it('refuses a link that stays inside the workspace too', async () => {
+    await mkdir(path.join(dirs.root, 'real'));
+    await symlink('real', path.join(dirs.root, 'alias'));
+    await expect(
+      resolveWorkspaceTarget(dirs.root, 'alias/x.txt', { createParents: false }),
+    ).rejects.toBeInstanceOf(TerminalToolError);
+  });
+
+  it('refuses a link as the file itself', async () => {
+    await writeFile(path.join(dirs.outside, 'secret'), 'x');
+    await symlink(path.join(dirs.outside, 'secret'), path.join(dirs.root, 'file.txt'));
+    await expect(
+      resolveWorkspaceTarget(dirs.root, 'file.txt', { createParents: false }),
+    ).rejects.toMatchObject({
+      code: 'path_escape',
+    });
+  });
+
+  it('accepts a workspace root that is itself a link (the deployment chose it)', async () => {
+    const alias = path.join(dirs.base, 'root-alias');
+    await symlink(dirs.root, alias);
+    const target = await resolveWorkspaceTarget(alias, 'x.txt', { createParents: true });
+    expect(target?.file).toBe(path.join(dirs.root, 'x.txt'));
+  });
+
+  it('refuses a file where a folder should be', async () => {
+    await writeFile(path.join(dirs.root, 'a'), 'x');
+    await expect(resolveWorkspaceTarget(dirs.root, 'a/b.txt', { createParents: true })).rejects.toMatchObject(
+      {
+        code: 'not_a_directory',
+      },
+    );
+  });
+});
