@@ -1,0 +1,84 @@
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { AccessError, errorClass, LedgerError, NotFoundError } from '../domain/errors';
+import { newRequest } from '../engine/ledger-deps';
+import { logger } from '../observability/logger';
+import type { Runtime } from '../wiring';
+import type { Authenticator, Identity } from './auth';
+import { problemResponse } from './problem';
+import { HttpRequest } from './request';
+import { matchRoute } from './router';
+import { ROUTES } from './routes';
+
+/** An API Gateway REST proxy handler. */
+export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+/**
+ * The HTTP front door (SPEC §5) over a runtime and an authenticator. Every request goes the same way:
+ * authenticate (401), route (404, 405 with `Allow`), check the role (403), then the route's own checks
+ * and the engine. Every failure becomes a problem+json with a stable code; anything unexpected is a
+ * bare 500 `internal_error`, logged once with its code and class (never its message). Metrics are
+ * flushed at the end of every invocation.
+ *
+ * @example
+ * ```ts
+ * const handler = createApiHandler({ deps }, new BearerTokenAuthenticator('t=acme:agent'));
+ * const response = await handler(event, context);
+ * ```
+ */
+export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: Authenticator): ApiHandler {
+  const { deps } = runtime;
+  return async (event, context) => {
+    const req = newRequest(deps, context?.awsRequestId, remainingTime(context));
+    let route = 'unmatched';
+    try {
+      let identity: Identity;
+      try {
+        identity = authenticator.authenticate(event);
+      } catch (error) {
+        const challenge =
+          error instanceof AccessError && error.code === 'unauthenticated'
+            ? { 'WWW-Authenticate': authenticator.challenge }
+            : undefined;
+        return problemResponse(error, req.requestId, {}, challenge);
+      }
+      const request = new HttpRequest(event);
+      const match = matchRoute(ROUTES, request.method, request.path);
+      if (match.kind === 'not_found')
+        return problemResponse(new NotFoundError('no such route'), req.requestId);
+      if (match.kind === 'method_not_allowed') {
+        const error = new LedgerError('method_not_allowed', 'this route does not accept that method');
+        return problemResponse(error, req.requestId, {}, { Allow: match.allow.join(', ') });
+      }
+      route = match.route.name;
+      if (!match.route.roles.some((role) => identity.roles.has(role))) {
+        throw new AccessError('forbidden', `this route needs the ${match.route.roles.join(' or ')} role`);
+      }
+      return await match.route.handle({ deps, req, request, identity, params: match.params });
+    } catch (error) {
+      const response = problemResponse(error, req.requestId);
+      if (response.statusCode >= 500) {
+        logger.error('request failed', {
+          code: error instanceof LedgerError ? error.code : 'internal_error',
+          error_class: errorClass(error),
+          ...(error instanceof Error && error.cause !== undefined
+            ? { cause_class: errorClass(error.cause) }
+            : {}),
+          route,
+          request_id: req.requestId,
+        });
+      }
+      return response;
+    } finally {
+      try {
+        deps.metrics.flush();
+      } catch (error) {
+        logger.warn('metrics flush failed', { error_class: errorClass(error) });
+      }
+    }
+  };
+}
+
+function remainingTime(context: Context | undefined): (() => number) | undefined {
+  if (typeof context?.getRemainingTimeInMillis !== 'function') return undefined;
+  return () => context.getRemainingTimeInMillis();
+}

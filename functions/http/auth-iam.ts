@@ -1,0 +1,90 @@
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { AccessError } from '../domain/errors';
+import { TENANT_PATTERN } from '../ledger/keys';
+import type { Authenticator, Identity, Role } from './auth';
+
+/** `TOOL_LEDGER_IAM_TENANTS`: per tenant, the IAM principals of each role. */
+export type IamTenants = Record<string, { agents?: string[]; approvers?: string[]; operators?: string[] }>;
+
+const LISTS: readonly [keyof IamTenants[string], Role][] = [
+  ['agents', 'agent'],
+  ['approvers', 'approver'],
+  ['operators', 'operator'],
+];
+
+const ASSUMED_ROLE = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/[^/]+$/;
+const IAM_ROLE = /^arn:(aws[a-z-]*):iam::(\d{12}):role\/(?:.+\/)?([^/]+)$/;
+const IAM_ARN = /^arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+$/;
+
+/**
+ * Identity from API Gateway's IAM authorization (SigV4, checked by API Gateway before the Lambda
+ * runs): `requestContext.identity.userArn` is looked up in `TOOL_LEDGER_IAM_TENANTS`, a JSON object
+ * `{"<tenant>": {"agents": [arn...], "approvers": [...], "operators": [...]}}`. An assumed-role
+ * session (`arn:aws:sts::ACCT:assumed-role/ROLE/SESSION`) matches its role
+ * (`arn:aws:iam::ACCT:role/ROLE`, any role path). The principal is the caller's ARN as API Gateway
+ * reports it, session included, so two people sharing a role are still two principals.
+ *
+ * Trust note: `userArn` is only an identity when the API method uses `AWS_IAM` authorization.
+ *
+ * @example
+ * ```ts
+ * const auth = new IamAuthenticator('{"acme":{"agents":["arn:aws:iam::123456789012:role/agent"]}}');
+ * ```
+ */
+export class IamAuthenticator implements Authenticator {
+  readonly challenge = 'AWS4-HMAC-SHA256';
+  private readonly byArn = new Map<string, { tenant: string; roles: Set<Role> }>();
+
+  /** @param json the value of `TOOL_LEDGER_IAM_TENANTS`. A principal may belong to one tenant only. */
+  constructor(json: string) {
+    let config: unknown;
+    try {
+      config = JSON.parse(json);
+    } catch {
+      throw new Error('TOOL_LEDGER_IAM_TENANTS is not JSON');
+    }
+    if (!config || typeof config !== 'object' || Array.isArray(config)) {
+      throw new Error('TOOL_LEDGER_IAM_TENANTS must be an object of tenants');
+    }
+    for (const [tenant, lists] of Object.entries(config as IamTenants)) {
+      if (!TENANT_PATTERN.test(tenant)) throw new Error('TOOL_LEDGER_IAM_TENANTS names an invalid tenant');
+      if (!lists || typeof lists !== 'object') throw new Error(`tenant ${tenant} must be an object`);
+      for (const [list, role] of LISTS) {
+        const arns = lists[list] ?? [];
+        if (!Array.isArray(arns)) throw new Error(`tenant ${tenant}: ${list} must be an array of ARNs`);
+        for (const arn of arns) {
+          if (typeof arn !== 'string' || !IAM_ARN.test(arn)) {
+            throw new Error(`tenant ${tenant}: ${list} holds a value that is not an IAM ARN`);
+          }
+          const key = canonicalArn(arn);
+          const entry = this.byArn.get(key) ?? { tenant, roles: new Set<Role>() };
+          if (entry.tenant !== tenant) throw new Error(`${arn} belongs to more than one tenant`);
+          entry.roles.add(role);
+          this.byArn.set(key, entry);
+        }
+      }
+    }
+  }
+
+  authenticate(event: APIGatewayProxyEvent): Identity {
+    const arn = event.requestContext?.identity?.userArn;
+    if (typeof arn !== 'string' || arn === '') {
+      throw new AccessError('unauthenticated', 'the request is not signed with IAM credentials');
+    }
+    const entry = this.byArn.get(canonicalArn(arn));
+    if (!entry) throw new AccessError('forbidden', 'this IAM principal is not a member of any tenant');
+    return { tenant: entry.tenant, principal: arn, roles: entry.roles };
+  }
+}
+
+/**
+ * The form both sides are compared in: sessions become their role, and role paths are dropped, because
+ * an assumed-role ARN carries no path and role names are unique within an account.
+ */
+export function canonicalArn(arn: string): string {
+  const session = ASSUMED_ROLE.exec(arn);
+  if (session) return `arn:${session[1]}:iam::${session[2]}:role/${session[3]}`;
+  const role = IAM_ROLE.exec(arn);
+  if (role) return `arn:${role[1]}:iam::${role[2]}:role/${role[3]}`;
+  return arn;
+}

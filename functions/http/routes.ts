@@ -1,0 +1,263 @@
+import {
+  AccessError,
+  LedgerError,
+  OperationIdError,
+  StateChangedError,
+  ValidationError,
+} from '../domain/errors';
+import { toView } from '../domain/operation';
+import { assertOperationId, parseIdempotencyKey } from '../domain/operation-id';
+import { TOOL_NAME_PATTERN } from '../domain/tool';
+import { decideApproval } from '../engine/approval';
+import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
+import { getOperation, listUnresolved } from '../engine/read-operations';
+import { resolveOperation } from '../engine/resolution';
+import { type SubmitResult, submitOperation } from '../engine/submit-operation';
+import type { ToolDescription } from '../tools/registry';
+import type { Identity, Role } from './auth';
+import { ApprovalBody, parseBody, ResolutionBody, SubmitBody } from './bodies';
+import { problemResponse } from './problem';
+import type { HttpRequest } from './request';
+import { type ApiResponse, operationLocation, operationResponse, respond } from './responses';
+import type { RouteSpec } from './router';
+
+/** What a route handler receives: the engine, this request, the caller, the captured path segments. */
+export interface RouteContext {
+  deps: LedgerDeps;
+  req: RequestContext;
+  request: HttpRequest;
+  identity: Identity;
+  /** Raw (percent-encoded) path captures. */
+  params: Record<string, string>;
+}
+
+/** One route of SPEC §5. */
+export interface Route extends RouteSpec {
+  /** Stable name for logs (the pattern, never the concrete path, which holds an operation ID). */
+  name: string;
+  /** The caller needs at least one of these roles in its tenant, or gets 403 `forbidden`. */
+  roles: readonly Role[];
+  handle(ctx: RouteContext): Promise<ApiResponse>;
+}
+
+const ANY_ROLE: readonly Role[] = ['agent', 'approver', 'operator'];
+
+/**
+ * The HTTP API (SPEC §5), one entry per route. Reading an operation and listing tools is open to every
+ * role of the tenant, because approvers and operators must see what they decide on; submitting needs
+ * `agent`, approving `approver`, resolving and listing the reconciliation queue `operator`.
+ */
+export const ROUTES: readonly Route[] = [
+  {
+    name: 'POST /v1/operations',
+    method: 'POST',
+    pattern: '/v1/operations',
+    roles: ['agent'],
+    handle: submit,
+  },
+  { name: 'GET /v1/operations', method: 'GET', pattern: '/v1/operations', roles: ['operator'], handle: list },
+  {
+    name: 'GET /v1/operations/{id}',
+    method: 'GET',
+    pattern: '/v1/operations/{id}',
+    roles: ANY_ROLE,
+    handle: read,
+  },
+  {
+    name: 'POST /v1/operations/{id}/approval',
+    method: 'POST',
+    pattern: '/v1/operations/{id}/approval',
+    roles: ['approver'],
+    handle: approve,
+  },
+  {
+    name: 'POST /v1/operations/{id}/resolution',
+    method: 'POST',
+    pattern: '/v1/operations/{id}/resolution',
+    roles: ['operator'],
+    handle: resolve,
+  },
+  { name: 'GET /v1/tools', method: 'GET', pattern: '/v1/tools', roles: ANY_ROLE, handle: tools },
+];
+
+/** `POST /v1/operations`: run (or replay, or report) one tool call. */
+async function submit({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
+  request.query([]);
+  // The key is checked before the body is read: without an identity there is nothing to validate for.
+  const operationId = parseIdempotencyKey(request.headerValues('idempotency-key'));
+  const body = parseBody(SubmitBody, request.jsonBody());
+  if (!TOOL_NAME_PATTERN.test(body.tool)) {
+    // Not a name any tool can have; refusing here keeps caller text out of the problem detail.
+    throw new LedgerError('tool_unknown', 'no tool of that name is registered');
+  }
+  const async = request.prefers('respond-async');
+  const result = await submitOperation(deps, req, {
+    tenant: identity.tenant,
+    principal: identity.principal,
+    operationId,
+    tool: body.tool,
+    arguments: body.arguments,
+    mode: async ? 'async' : 'sync',
+    ...(body.agent_run_id === undefined ? {} : { agentRunId: body.agent_run_id }),
+  });
+  return submitResponse(result, req.requestId, async);
+}
+
+/** SPEC §5's status table for a submission that reached the ledger. */
+export function submitResponse(result: SubmitResult, requestId: string, askedAsync = false): ApiResponse {
+  const { record } = result;
+  const location = operationLocation(record.operation_id);
+  switch (result.kind) {
+    case 'completed':
+      return operationResponse(
+        201,
+        record,
+        { replayed: result.replayed },
+        {
+          Location: location,
+          ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}),
+        },
+      );
+    case 'retryable':
+      return operationResponse(503, record, {}, { 'Retry-After': String(result.retryAfterSeconds) });
+    case 'in_progress':
+      return problemResponse(
+        new LedgerError('operation_in_progress', 'a worker is running this operation now; retry later'),
+        requestId,
+        { state: record.state, operation: toView(record) },
+        { 'Retry-After': String(result.retryAfterSeconds) },
+      );
+    case 'accepted':
+      return operationResponse(
+        202,
+        record,
+        { replayed: result.replayed },
+        {
+          Location: location,
+          'Retry-After': String(result.retryAfterSeconds),
+          ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}),
+          ...(askedAsync ? { 'Preference-Applied': 'respond-async' } : {}),
+        },
+      );
+  }
+}
+
+/** `GET /v1/operations/{id}[?include=arguments,history]`. */
+async function read({ deps, req, request, identity, params }: RouteContext): Promise<ApiResponse> {
+  const include = parseInclude(request.query(['include']).include);
+  if (include.arguments && !identity.roles.has('approver') && !identity.roles.has('operator')) {
+    throw new AccessError('forbidden', 'include=arguments needs the approver or operator role');
+  }
+  const operationId = operationIdParam(params.id);
+  const record = await getOperation(deps, req, identity.tenant, operationId);
+  return operationResponse(200, record, {
+    includeArguments: include.arguments,
+    includeHistory: include.history,
+  });
+}
+
+/** `POST /v1/operations/{id}/approval`. */
+async function approve(ctx: RouteContext): Promise<ApiResponse> {
+  const { deps, req, request, identity, params } = ctx;
+  request.query([]);
+  const operationId = operationIdParam(params.id);
+  const body = parseBody(ApprovalBody, request.jsonBody());
+  try {
+    const { record } = await decideApproval(deps, req, {
+      tenant: identity.tenant,
+      principal: identity.principal,
+      operationId,
+      decision: body.decision,
+      argumentsDigest: body.arguments_digest,
+    });
+    return operationResponse(200, record);
+  } catch (error) {
+    if (error instanceof StateChangedError) return stateChanged(ctx, operationId, error);
+    throw error;
+  }
+}
+
+/** `POST /v1/operations/{id}/resolution`. */
+async function resolve(ctx: RouteContext): Promise<ApiResponse> {
+  const { deps, req, request, identity, params } = ctx;
+  request.query([]);
+  const operationId = operationIdParam(params.id);
+  const body = parseBody(ResolutionBody, request.jsonBody());
+  try {
+    const { record } = await resolveOperation(deps, req, {
+      tenant: identity.tenant,
+      principal: identity.principal,
+      operationId,
+      outcome: body.outcome,
+      ...('result' in body ? { result: body.result } : {}),
+      ...(body.attempt === undefined ? {} : { attempt: body.attempt }),
+    });
+    return operationResponse(200, record);
+  } catch (error) {
+    if (error instanceof StateChangedError) return stateChanged(ctx, operationId, error);
+    throw error;
+  }
+}
+
+/** `GET /v1/operations?state=&limit=&cursor=`: the tenant's reconciliation queue, newest first. */
+async function list({ deps, request, identity }: RouteContext): Promise<ApiResponse> {
+  const query = request.query(['state', 'limit', 'cursor']);
+  const page = await listUnresolved(deps, identity.tenant, query);
+  return respond(200, {
+    operations: page.items.map((record) => toView(record)),
+    next_cursor: page.cursor ?? null,
+  });
+}
+
+const described = new WeakMap<object, ToolDescription[]>();
+
+/** `GET /v1/tools`: names, flags and JSON Schemas, computed once per registry. */
+async function tools({ deps, request }: RouteContext): Promise<ApiResponse> {
+  request.query([]);
+  let list = described.get(deps.tools);
+  if (!list) {
+    list = deps.tools.describe();
+    described.set(deps.tools, list);
+  }
+  return respond(200, { tools: list });
+}
+
+/**
+ * A 409 `state_changed` with the record as it now stands, so the caller sees what happened instead of
+ * having to ask. If the record cannot be read, the problem goes out without it.
+ */
+async function stateChanged(ctx: RouteContext, operationId: string, error: StateChangedError) {
+  let operation: unknown;
+  try {
+    operation = toView(await getOperation(ctx.deps, ctx.req, ctx.identity.tenant, operationId));
+  } catch {
+    operation = undefined;
+  }
+  return problemResponse(error, ctx.req.requestId, operation === undefined ? {} : { operation });
+}
+
+/** Decodes the operation ID captured from a path (one percent-encoded segment) and validates it. */
+export function operationIdParam(raw: string | undefined): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(raw ?? '');
+  } catch {
+    throw new OperationIdError('idempotency_key_invalid', 'the operation ID in the path is not valid');
+  }
+  assertOperationId(id);
+  return id;
+}
+
+function parseInclude(raw: string | undefined): { arguments: boolean; history: boolean } {
+  const out = { arguments: false, history: false };
+  if (raw === undefined || raw === '') return out;
+  for (const part of raw.split(',')) {
+    const name = part.trim();
+    if (name === 'arguments' || name === 'history') out[name] = true;
+    else
+      throw new ValidationError('include accepts "arguments" and "history"', [
+        { path: 'query.include', message: 'invalid' },
+      ]);
+  }
+  return out;
+}
