@@ -58,9 +58,10 @@ async function execute(
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () => {
-        const error = new DeadlineExceededError();
-        controller.abort(error);
-        reject(error);
+        // The signal carries the platform's TimeoutError (as AbortSignal.timeout does), so tools can
+        // tell a deadline from another abort; the engine itself stops waiting with its own error.
+        controller.abort(new DOMException('the attempt reached its hard deadline', 'TimeoutError'));
+        reject(new DeadlineExceededError());
       },
       Math.max(0, lease.deadline - deps.clock()),
     );
