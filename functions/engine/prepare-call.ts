@@ -43,11 +43,19 @@ export function prepareCall(
   if (!parsed.success) {
     throw new ValidationError(
       'arguments do not match the tool schema',
+      // Paths and messages may name caller-chosen keys: keep only short, plain key names, and never
+      // the unrecognized keys themselves.
       parsed.error.issues.slice(0, 20).map((issue) => ({
-        path: ['$', 'arguments', ...issue.path.map(String)].join('.'),
-        message: issue.message,
+        path: ['$', 'arguments', ...issue.path.map(plainSegment)].join('.'),
+        message: issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message,
       })),
     );
   }
   return { operationId, tool, args: parsed.data, ...canonicalCall(tool.name, parsed.data) };
+}
+
+function plainSegment(segment: PropertyKey): string {
+  if (typeof segment === 'number') return String(segment);
+  const text = String(segment);
+  return /^[A-Za-z0-9_-]{1,40}$/.test(text) ? text : '<key>';
 }

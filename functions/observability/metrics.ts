@@ -32,6 +32,8 @@ export interface LedgerMetrics {
  */
 export class PowertoolsLedgerMetrics implements LedgerMetrics {
   private readonly metrics: Metrics;
+  /** Whether anything was recorded since the last flush (Powertools warns on empty publishes). */
+  private recorded = false;
 
   constructor(metrics?: Metrics) {
     this.metrics =
@@ -43,6 +45,7 @@ export class PowertoolsLedgerMetrics implements LedgerMetrics {
   }
 
   count(name: LedgerMetricName, tool: string, value = 1, outcome?: string): void {
+    this.recorded = true;
     this.metrics.addMetric(name, MetricUnit.Count, value);
     const single = this.metrics.singleMetric();
     single.addDimension('tool', tool);
@@ -51,10 +54,12 @@ export class PowertoolsLedgerMetrics implements LedgerMetrics {
   }
 
   gauge(name: LedgerMetricName, value: number): void {
+    this.recorded = true;
     this.metrics.addMetric(name, MetricUnit.Count, value);
   }
 
   latency(name: LedgerMetricName, tool: string, ms: number): void {
+    this.recorded = true;
     this.metrics.addMetric(name, MetricUnit.Milliseconds, ms);
     const single = this.metrics.singleMetric();
     single.addDimension('tool', tool);
@@ -62,6 +67,8 @@ export class PowertoolsLedgerMetrics implements LedgerMetrics {
   }
 
   flush(): void {
+    if (!this.recorded) return;
+    this.recorded = false;
     this.metrics.publishStoredMetrics();
   }
 }
