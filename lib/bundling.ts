@@ -1,0 +1,87 @@
+import path from 'node:path';
+import { type BundlingOptions, LogLevel, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { BuildOptions } from 'esbuild';
+
+/**
+ * How every handler is bundled: one place, so that `scripts/size.ts` measures exactly what `cdk deploy`
+ * ships, and so that the tools module is swapped in the same way for all three functions.
+ */
+
+/**
+ * The import specifier the handlers use for the tools module. It is a package.json subpath import, so
+ * Node, tsx, TypeScript and vitest resolve it to the shipped tools without any plugin; the construct's
+ * esbuild alias replaces it with the module an infrastructure team configures.
+ */
+export const TOOLS_IMPORT = '#tool-ledger/tools';
+
+/** The repository root: handlers and the default tools module are found from here. */
+export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..');
+
+/** The shipped tools module (SPEC §4), used when `toolsModule` is not set. */
+export const DEFAULT_TOOLS_MODULE = path.join(PROJECT_ROOT, 'functions', 'tools', 'builtin.ts');
+
+/** The handler entry files, by function. */
+export const HANDLER_ENTRIES = {
+  api: path.join(PROJECT_ROOT, 'functions', 'handlers', 'api.ts'),
+  executor: path.join(PROJECT_ROOT, 'functions', 'handlers', 'executor.ts'),
+  reconciler: path.join(PROJECT_ROOT, 'functions', 'handlers', 'reconciler.ts'),
+} as const;
+
+/** esbuild target; matches the Lambda runtime (Node.js 22). */
+export const BUNDLE_TARGET = 'node22';
+
+/** The Lambda runtime provides the AWS SDK v3, so bundles leave it out (about 30 KiB instead of 560). */
+export const SDK_EXTERNALS: readonly string[] = ['@aws-sdk/*'];
+
+/**
+ * ESM bundles have no `require`; a CommonJS dependency that requires a Node built-in would throw
+ * "Dynamic require is not supported" at cold start without this shim.
+ */
+export const ESM_REQUIRE_BANNER =
+  "import{createRequire as __toolLedgerRequire}from'node:module';const require=__toolLedgerRequire(import.meta.url);";
+
+/** Prefer the ESM build of dependencies: smaller and tree-shakeable. */
+export const MAIN_FIELDS: readonly string[] = ['module', 'main'];
+
+/** What varies between deployments. */
+export interface BundleSettings {
+  /** Absolute path of the module that default-exports the `ToolFactory`. */
+  toolsModule: string;
+  /** Bundle the AWS SDK instead of using the runtime's copy. */
+  bundleAwsSdk: boolean;
+}
+
+/** NodejsFunction bundling options for a handler. */
+export function lambdaBundling(settings: BundleSettings): BundlingOptions {
+  return {
+    format: OutputFormat.ESM,
+    target: BUNDLE_TARGET,
+    minify: true,
+    sourceMap: true,
+    sourceMapMode: SourceMapMode.DEFAULT,
+    sourcesContent: false,
+    bundleAwsSDK: settings.bundleAwsSdk,
+    externalModules: settings.bundleAwsSdk ? [] : [...SDK_EXTERNALS],
+    mainFields: [...MAIN_FIELDS],
+    banner: ESM_REQUIRE_BANNER,
+    logLevel: LogLevel.WARNING,
+    esbuildArgs: { '--alias': [`${TOOLS_IMPORT}=${settings.toolsModule}`] },
+  };
+}
+
+/** The same bundle as {@link lambdaBundling}, as options for esbuild's JavaScript API. */
+export function esbuildOptions(entry: string, settings: BundleSettings): BuildOptions {
+  return {
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: BUNDLE_TARGET,
+    minify: true,
+    external: settings.bundleAwsSdk ? [] : [...SDK_EXTERNALS],
+    mainFields: [...MAIN_FIELDS],
+    banner: { js: ESM_REQUIRE_BANNER },
+    alias: { [TOOLS_IMPORT]: settings.toolsModule },
+    logLevel: 'warning',
+  };
+}

@@ -1,0 +1,112 @@
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Effect, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { Construct } from 'constructs';
+
+/**
+ * The ledger table: one item per operation, keyed exactly as functions/ledger/keys.ts writes it, with
+ * the two sparse GSIs the reconciler and the operators' listing read (SPEC §7).
+ */
+
+/** Attribute and index names shared with functions/ledger (tests compare them with keys.ts). */
+export const TABLE_SCHEMA = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'expires_at',
+  attentionIndex: { name: 'attention', partitionKey: 'attention_shard', sortKey: 'attention_at' },
+  unresolvedIndex: { name: 'unresolved', partitionKey: 'unresolved_tenant', sortKey: 'unresolved_at' },
+} as const;
+
+/** DynamoDB data-plane actions, by what a handler does; never `dynamodb:*`. */
+export type TableAccess = 'GetItem' | 'PutItem' | 'UpdateItem';
+
+/** Which GSI a handler queries. */
+export type TableIndex = 'attention' | 'unresolved';
+
+/** Settings of the table. */
+export interface LedgerTableProps {
+  /** RETAIN also turns on deletion protection. */
+  removalPolicy: RemovalPolicy;
+}
+
+/** The table with its customer-managed key. */
+export class LedgerTable extends Construct {
+  /** The DynamoDB table. */
+  readonly table: Table;
+  /** The customer-managed key that encrypts the table, its indexes and its backups. */
+  readonly key: Key;
+
+  constructor(scope: Construct, id: string, props: LedgerTableProps) {
+    super(scope, id);
+    const retain = props.removalPolicy !== RemovalPolicy.DESTROY;
+    this.key = new Key(this, 'Key', {
+      description: 'tool-ledger: encrypts the operations ledger table',
+      enableKeyRotation: true,
+      pendingWindow: Duration.days(retain ? 30 : 7),
+      removalPolicy: props.removalPolicy,
+    });
+    this.table = new Table(this, 'Table', {
+      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: TABLE_SCHEMA.sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: this.key,
+      deletionProtection: retain,
+      removalPolicy: props.removalPolicy,
+    });
+    for (const index of [TABLE_SCHEMA.attentionIndex, TABLE_SCHEMA.unresolvedIndex]) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: AttributeType.NUMBER },
+        projectionType: ProjectionType.ALL,
+      });
+    }
+  }
+
+  /**
+   * Allow exactly these item actions on the table and `Query` on these indexes, plus the use of the
+   * table's key through DynamoDB only.
+   */
+  grant(grantee: IGrantable, actions: readonly TableAccess[], indexes: readonly TableIndex[]): void {
+    const principal = grantee.grantPrincipal;
+    if (actions.length > 0) {
+      principal.addToPrincipalPolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: actions.map((action) => `dynamodb:${action}`),
+          resources: [this.table.tableArn],
+        }),
+      );
+    }
+    if (indexes.length > 0) {
+      principal.addToPrincipalPolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['dynamodb:Query'],
+          resources: indexes.map((index) => `${this.table.tableArn}/index/${index}`),
+        }),
+      );
+    }
+    principal.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        // Spelled out instead of kms:GenerateDataKey* / kms:ReEncrypt*: no wildcard actions anywhere.
+        actions: [
+          'kms:Decrypt',
+          'kms:DescribeKey',
+          'kms:Encrypt',
+          'kms:GenerateDataKey',
+          'kms:GenerateDataKeyWithoutPlaintext',
+          'kms:ReEncryptFrom',
+          'kms:ReEncryptTo',
+        ],
+        resources: [this.key.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Stack.of(this).region}.amazonaws.com` } },
+      }),
+    );
+  }
+}

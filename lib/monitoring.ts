@@ -1,0 +1,295 @@
+import { Duration } from 'aws-cdk-lib';
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import {
+  Alarm,
+  AlarmStatusWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  MathExpression,
+  Metric,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from './environment';
+
+/**
+ * Alarms and a dashboard for an operator who must answer two questions: is any operation stuck where
+ * only a human can move it, and is the machinery (queue, handlers, reconciler) healthy?
+ */
+
+/**
+ * Metric names the handlers emit (EMF, namespace `ToolLedger`, dimension `service` = the service name).
+ * Alarms read the `service`-only dimension set; per-tool series (`service`, `tool`) are for the dashboard.
+ */
+export const LEDGER_METRICS = {
+  firstExecutions: 'FirstExecutions',
+  replays: 'Replays',
+  conflicts: 'Conflicts',
+  inProgressRejections: 'InProgressRejections',
+  uncertainOutcomes: 'UncertainOutcomes',
+  lateOutcomes: 'LateOutcomes',
+  reconciliations: 'Reconciliations',
+  unresolvedOperations: 'UnresolvedOperations',
+  needsReconciliation: 'NeedsReconciliation',
+  reconciliationLatency: 'ReconciliationLatency',
+} as const;
+
+/** What the alarms watch. */
+export interface LedgerMonitoringProps {
+  /** `POWERTOOLS_SERVICE_NAME`: the `service` dimension of every ledger metric. */
+  serviceName: string;
+  /** The API. */
+  api: RestApi;
+  /** The handlers, by name. */
+  functions: Readonly<{ api: IFunction; executor: IFunction; reconciler: IFunction }>;
+  /** Work queue. */
+  queue: IQueue;
+  /** Dead-letter queue. */
+  deadLetterQueue: IQueue;
+  /** How often the reconciler runs. */
+  reconcileInterval: Duration;
+  /** Alarm when more operations than this are unresolved for 15 minutes. */
+  unresolvedThreshold: number;
+  /** Alarm when p90 reconciliation latency stays above this for 15 minutes. */
+  reconciliationLatencyThreshold: Duration;
+  /** Alarm when the oldest work message is older than this. */
+  queueAgeThreshold: Duration;
+  /** Where alarm and OK notifications go. */
+  alarmTopic: ITopic | undefined;
+}
+
+/** The alarms (by name) and the dashboard. */
+export class LedgerMonitoring extends Construct {
+  /** Every alarm, by a stable name (see the README's alarm table). */
+  readonly alarms: Readonly<Record<string, Alarm>>;
+  /** One dashboard with the API, the ledger, the reconciler, the queues and the handlers. */
+  readonly dashboard: Dashboard;
+
+  constructor(scope: Construct, id: string, props: LedgerMonitoringProps) {
+    super(scope, id);
+    const five = Duration.minutes(5);
+    const ledger = (metricName: string, statistic: string, dimensions: Record<string, string> = {}) =>
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName,
+        statistic,
+        period: five,
+        dimensionsMap: { service: props.serviceName, ...dimensions },
+      });
+    const alarms: Record<string, Alarm> = {};
+    const alarm = (
+      name: string,
+      metric: IMetric,
+      threshold: number,
+      description: string,
+      options: { periods?: number; missing?: TreatMissingData; below?: boolean } = {},
+    ) => {
+      const created = new Alarm(this, name, {
+        metric,
+        threshold,
+        evaluationPeriods: options.periods ?? 1,
+        comparisonOperator: options.below
+          ? ComparisonOperator.LESS_THAN_THRESHOLD
+          : ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: options.missing ?? TreatMissingData.NOT_BREACHING,
+        alarmDescription: description,
+      });
+      if (props.alarmTopic) {
+        created.addAlarmAction(new SnsAction(props.alarmTopic));
+        created.addOkAction(new SnsAction(props.alarmTopic));
+      }
+      alarms[name] = created;
+      return created;
+    };
+
+    alarm(
+      'DeadLetters',
+      props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: 'Maximum',
+      }),
+      1,
+      'Work messages failed maxReceiveCount times. Their operations are in the ledger; inspect the DLQ, fix the cause, then redrive.',
+    );
+    alarm(
+      'WorkQueueAge',
+      props.queue.metricApproximateAgeOfOldestMessage({ period: five, statistic: 'Maximum' }),
+      props.queueAgeThreshold.toSeconds(),
+      'The oldest work message waits too long: the executor is failing, throttled or out of concurrency.',
+    );
+    alarm(
+      'UnresolvedOperations',
+      ledger(LEDGER_METRICS.unresolvedOperations, 'Maximum'),
+      props.unresolvedThreshold,
+      'For 15 minutes, each reconciler pass found many unresolved operations due for attention (stale queued, expired leases, uncertain, retryable, expired approvals): targets or the executor are failing.',
+      { periods: 3 },
+    );
+    alarm(
+      'NeedsReconciliation',
+      ledger(LEDGER_METRICS.needsReconciliation, 'Sum'),
+      1,
+      'An operation moved to needs_reconciliation: the reconciler could not decide and an operator must resolve it. List them with GET /v1/operations?state=needs_reconciliation, resolve with POST /v1/operations/{id}/resolution.',
+    );
+    alarm(
+      'LateOutcomes',
+      ledger(LEDGER_METRICS.lateOutcomes, 'Sum'),
+      1,
+      'A worker reported an outcome for an attempt that had been superseded: an effect may have happened twice; check late_outcome on the record.',
+    );
+    alarm(
+      'ReconciliationLatency',
+      ledger(LEDGER_METRICS.reconciliationLatency, 'p90'),
+      props.reconciliationLatencyThreshold.toMilliseconds(),
+      'Uncertain operations take too long to be decided: targets answer unknown, or the reconciler is failing.',
+      { periods: 3 },
+    );
+    alarm(
+      'ReconcilerStalled',
+      props.functions.reconciler.metricInvocations({
+        period: Duration.minutes(Math.max(10, props.reconcileInterval.toMinutes() * 3)),
+        statistic: 'Sum',
+      }),
+      1,
+      'The reconciler has not run for three intervals: uncertain operations are not being decided.',
+      { below: true, missing: TreatMissingData.BREACHING },
+    );
+    for (const [name, fn] of Object.entries(props.functions)) {
+      const label = capitalize(name);
+      alarm(
+        `${label}Errors`,
+        fn.metricErrors({ period: five, statistic: 'Sum' }),
+        1,
+        `The ${name} handler threw or timed out. Handlers map every known failure to a response, so this is a bug or a timeout.`,
+      );
+      alarm(
+        `${label}Throttles`,
+        fn.metricThrottles({ period: five, statistic: 'Sum' }),
+        1,
+        `The ${name} handler was throttled: raise its reserved concurrency or the account limit.`,
+      );
+    }
+    this.alarms = alarms;
+
+    // One line per value of the extra dimensions; the schema must list the exact dimension set emitted.
+    const search = (metricName: string, dimensions: readonly string[], statistic: string, label: string) =>
+      new MathExpression({
+        expression:
+          `SEARCH('{${[METRICS_NAMESPACE, ...dimensions, 'service'].join(',')}} service="${props.serviceName}" ` +
+          `MetricName="${metricName}"', '${statistic}', ${five.toSeconds()})`,
+        usingMetrics: {},
+        label,
+        period: five,
+      });
+    const fns = Object.entries(props.functions);
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      widgets: [
+        [new AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(alarms), width: 24 })],
+        [
+          new GraphWidget({
+            title: 'API requests and errors',
+            left: [
+              props.api.metricCount({ period: five }),
+              props.api.metricClientError({ period: five }),
+              props.api.metricServerError({ period: five }),
+            ],
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'API latency',
+            left: ['p50', 'p99'].map((statistic) => props.api.metricLatency({ period: five, statistic })),
+            width: 12,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Ledger outcomes',
+            left: [
+              LEDGER_METRICS.firstExecutions,
+              LEDGER_METRICS.replays,
+              LEDGER_METRICS.conflicts,
+              LEDGER_METRICS.inProgressRejections,
+              LEDGER_METRICS.uncertainOutcomes,
+              LEDGER_METRICS.lateOutcomes,
+            ].map((name) => ledger(name, 'Sum')),
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'First executions by tool',
+            left: [search(LEDGER_METRICS.firstExecutions, ['tool'], 'Sum', 'FirstExecutions')],
+            width: 12,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Reconciliations by outcome and tool',
+            left: [search(LEDGER_METRICS.reconciliations, ['outcome', 'tool'], 'Sum', 'Reconciliations')],
+            width: 8,
+          }),
+          new GraphWidget({
+            title: 'Unresolved and needs_reconciliation',
+            left: [
+              ledger(LEDGER_METRICS.unresolvedOperations, 'Maximum'),
+              ledger(LEDGER_METRICS.needsReconciliation, 'Maximum'),
+            ],
+            width: 8,
+          }),
+          new GraphWidget({
+            title: 'Reconciliation latency (ms)',
+            left: ['p50', 'p90', 'Maximum'].map((statistic) =>
+              ledger(LEDGER_METRICS.reconciliationLatency, statistic),
+            ),
+            width: 8,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Work queue',
+            left: [
+              props.queue.metricApproximateNumberOfMessagesVisible({ period: five, statistic: 'Maximum' }),
+              props.queue.metricApproximateNumberOfMessagesNotVisible({ period: five, statistic: 'Maximum' }),
+            ],
+            right: [props.queue.metricApproximateAgeOfOldestMessage({ period: five, statistic: 'Maximum' })],
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'Dead-letter queue',
+            left: [
+              props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+                period: five,
+                statistic: 'Maximum',
+              }),
+            ],
+            width: 12,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Handler errors and throttles',
+            left: fns.map(([name, fn]) =>
+              fn.metricErrors({ period: five, statistic: 'Sum', label: `${name} errors` }),
+            ),
+            right: fns.map(([name, fn]) =>
+              fn.metricThrottles({ period: five, statistic: 'Sum', label: `${name} throttles` }),
+            ),
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'Handler duration p99 (ms)',
+            left: fns.map(([name, fn]) => fn.metricDuration({ period: five, statistic: 'p99', label: name })),
+            width: 12,
+          }),
+        ],
+      ],
+    });
+  }
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -1,0 +1,71 @@
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import { LEDGER_ROLES } from './routes';
+import { ToolLedger, type ToolLedgerProps } from './tool-ledger';
+
+/** The deployable stack: the construct, an optional alarm e-mail topic, and the outputs people need. */
+export interface ToolLedgerStackProps extends StackProps {
+  /** The construct's settings. @default the construct's defaults */
+  readonly ledger?: ToolLedgerProps;
+  /**
+   * E-mail address subscribed to a new, encrypted alarm topic (confirm the subscription mail). Ignored
+   * when `ledger.alarmTopic` is set.
+   * @default no alarm notifications
+   */
+  readonly alarmEmail?: string;
+}
+
+/**
+ * tool-ledger as one stack. Outputs: the API base URL, the queue and DLQ URLs, the table name and the
+ * ARNs of the policies to attach to agent, approver, operator and producer roles.
+ */
+export class ToolLedgerStack extends Stack {
+  /** The construct. */
+  readonly ledger: ToolLedger;
+
+  constructor(scope: Construct, id: string, props: ToolLedgerStackProps = {}) {
+    super(scope, id, { description: 'tool-ledger: makes AI agents tool calls safe to retry', ...props });
+    let alarmTopic = props.ledger?.alarmTopic;
+    if (alarmTopic === undefined && props.alarmEmail !== undefined) {
+      // CloudWatch can publish to an encrypted topic only with a customer-managed key that lets it.
+      const key = new Key(this, 'AlarmTopicKey', {
+        description: 'tool-ledger: encrypts alarm notifications',
+        enableKeyRotation: true,
+      });
+      key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey');
+      const topic = new Topic(this, 'AlarmTopic', { masterKey: key, enforceSSL: true });
+      topic.addSubscription(new EmailSubscription(props.alarmEmail));
+      alarmTopic = topic;
+    }
+    this.ledger = new ToolLedger(this, 'ToolLedger', { ...props.ledger, alarmTopic });
+
+    const output = (id: string, value: string, description: string) =>
+      new CfnOutput(this, id, { value, description });
+    output(
+      'ApiUrl',
+      this.ledger.api.url,
+      'API base URL (routes start with v1/); sign requests with SigV4, service execute-api',
+    );
+    output('QueueUrl', this.ledger.queue.queueUrl, 'Work queue URL (SPEC section 6 messages)');
+    output('DeadLetterQueueUrl', this.ledger.deadLetterQueue.queueUrl, 'Dead-letter queue URL');
+    output('TableName', this.ledger.table.tableName, 'Ledger table name');
+    for (const role of LEDGER_ROLES) {
+      const name = `${role.charAt(0).toUpperCase()}${role.slice(1)}PolicyArn`;
+      output(
+        name,
+        this.ledger.policies[role].managedPolicyArn,
+        `Attach to IAM roles bound as ${role}s in tenants`,
+      );
+    }
+    output(
+      'ProducerPolicyArn',
+      this.ledger.producerPolicy.managedPolicyArn,
+      'Attach to roles that send to the work queue',
+    );
+    output('DashboardName', this.ledger.dashboard.dashboardName, 'CloudWatch dashboard');
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Bundle size report (`npm run size`): bundles each handler exactly as the CDK construct does
+ * (lib/bundling.ts: ESM, minified, target node22, `@aws-sdk/*` left to the Lambda runtime, the tools
+ * module swapped in by alias) and prints the minified and gzipped size of each.
+ *
+ * Options: `--json` prints one JSON document instead of the table; `--tools <path>` measures with
+ * another tools module; `--bundle-sdk` measures with the AWS SDK bundled.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES, PROJECT_ROOT } from '../lib/bundling';
+
+/** One handler's measurement; sizes are absent when the entry is missing or fails to bundle. */
+interface HandlerSize {
+  handler: string;
+  entry: string;
+  status: 'ok' | 'missing' | 'failed';
+  minifiedBytes?: number;
+  gzipBytes?: number;
+  /** The three largest inputs, by bytes in the output. */
+  largest?: { input: string; bytes: number }[];
+  error?: string;
+}
+
+const { values } = parseArgs({
+  options: {
+    json: { type: 'boolean', default: false },
+    tools: { type: 'string' },
+    'bundle-sdk': { type: 'boolean', default: false },
+  },
+});
+
+const settings = {
+  toolsModule: values.tools ? path.resolve(values.tools) : DEFAULT_TOOLS_MODULE,
+  bundleAwsSdk: values['bundle-sdk'] ?? false,
+};
+
+async function measure(handler: string, entry: string): Promise<HandlerSize> {
+  const relative = path.relative(PROJECT_ROOT, entry);
+  if (!existsSync(entry)) return { handler, entry: relative, status: 'missing' };
+  try {
+    const result = await build({
+      ...esbuildOptions(entry, settings),
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const output = result.outputFiles[0]!.contents;
+    const inputs = Object.values(result.metafile.outputs)[0]?.inputs ?? {};
+    const byPackage = new Map<string, number>();
+    for (const [input, { bytesInOutput }] of Object.entries(inputs)) {
+      const key = packageOf(input);
+      byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
+    }
+    const largest = [...byPackage.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 3)
+      .map(([input, bytes]) => ({ input, bytes }));
+    return {
+      handler,
+      entry: relative,
+      status: 'ok',
+      minifiedBytes: output.byteLength,
+      gzipBytes: gzipSync(output).byteLength,
+      largest,
+    };
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    return { handler, entry: relative, status: 'failed', error: message };
+  }
+}
+
+/** `node_modules/@scope/name/...` → `@scope/name`; project files → `(project)`. */
+function packageOf(input: string): string {
+  const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+  return match?.[1] ?? '(project)';
+}
+
+const kib = (bytes: number | undefined) => (bytes === undefined ? '-' : (bytes / 1024).toFixed(1));
+
+const sizes = await Promise.all(Object.entries(HANDLER_ENTRIES).map(([name, entry]) => measure(name, entry)));
+
+if (values.json) {
+  console.log(
+    JSON.stringify(
+      { settings: { ...settings, toolsModule: path.relative(PROJECT_ROOT, settings.toolsModule) }, sizes },
+      null,
+      2,
+    ),
+  );
+} else {
+  const sdk = settings.bundleAwsSdk
+    ? 'AWS SDK bundled'
+    : '@aws-sdk/* external (provided by the Lambda runtime)';
+  console.log(`Handler bundles: ESM, minified, node22, ${sdk}`);
+  console.log(`Tools module: ${path.relative(PROJECT_ROOT, settings.toolsModule)}\n`);
+  const rows = sizes.map((size) => [
+    size.handler,
+    kib(size.minifiedBytes),
+    kib(size.gzipBytes),
+    size.status === 'ok'
+      ? (size.largest ?? []).map((l) => `${l.input} ${kib(l.bytes)}`).join(', ')
+      : size.status === 'missing'
+        ? `missing: ${size.entry} does not exist yet`
+        : `failed: ${size.error}`,
+  ]);
+  const header = ['handler', 'min KiB', 'gzip KiB', 'largest inputs (KiB)'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === 1 || i === 2 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of rows) console.log(line(row));
+}
+
+// Missing handlers are reported, not fatal (they may not be written yet); a bundle that fails is.
+process.exitCode = sizes.some((size) => size.status === 'failed') ? 1 : 0;
