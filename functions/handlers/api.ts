@@ -1,10 +1,10 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import tools from '#tool-ledger/tools';
 import { errorClass } from '../domain/errors';
 import { type ApiHandler, createApiHandler } from '../http/api-handler';
 import { authenticatorFromEnv } from '../http/auth';
 import { problemResponse } from '../http/problem';
 import { logger } from '../observability/logger';
-import { builtinTools } from '../tools/builtin';
 import { buildRuntime } from '../wiring';
 
 export { type ApiHandler, createApiHandler } from '../http/api-handler';
@@ -25,7 +25,7 @@ let built: ApiHandler | undefined;
 export async function handler(event: APIGatewayProxyEvent, context: Context): Promise<APIGatewayProxyResult> {
   if (!built) {
     try {
-      built = createApiHandler(buildRuntime(builtinTools), authenticatorFromEnv());
+      built = createApiHandler(buildRuntime(tools), authenticatorFromEnv());
     } catch (error) {
       logger.error('api configuration failed', { code: 'internal_error', error_class: errorClass(error) });
       return problemResponse(error, context?.awsRequestId ?? 'unknown');

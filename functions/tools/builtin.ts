@@ -21,3 +21,6 @@ export const builtinTools: ToolFactory = (env) => [
   workspaceDeleteFile(env),
   webhookPost(env),
 ];
+
+/** The shipped tools as the default tools module (`#tool-ledger/tools`), which deployments may replace. */
+export default builtinTools;
