@@ -1,0 +1,110 @@
+import type { ToolDescription } from '../api-types';
+import { modelParameters, ToolNameMap } from './model-tools';
+import {
+  type ModelToolCall,
+  runToolCalls,
+  type ToolCallContext,
+  type ToolCaller,
+  type ToolCallResult,
+} from './run-tool-calls';
+
+/** The part of an Anthropic Messages response the adapter reads. */
+export interface AnthropicMessageLike {
+  content: ({ type: string } & Record<string, unknown>)[];
+}
+
+/** A `tool_result` content block. */
+export interface ToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  /** Present (true) only for calls that failed. */
+  is_error?: true;
+}
+
+/** The user message that carries the tool results back. */
+export interface ToolResultMessage {
+  role: 'user';
+  content: ToolResultBlock[];
+}
+
+/** An Anthropic tool definition. */
+export interface AnthropicTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/**
+ * The `tool_use` blocks of a Messages response, in order (text and thinking blocks are skipped and
+ * do not count as positions).
+ *
+ * @example
+ * ```ts
+ * anthropicToolUses(message).map((c) => c.providerCallId); // ['toolu_01…', …]
+ * ```
+ */
+export function anthropicToolUses(message: AnthropicMessageLike): ModelToolCall[] {
+  const calls: ModelToolCall[] = [];
+  for (const block of message.content) {
+    if (block.type !== 'tool_use') continue;
+    const { id, name, input } = block;
+    if (typeof id !== 'string' || typeof name !== 'string') {
+      throw new TypeError('a tool_use block needs string id and name');
+    }
+    calls.push({ providerCallId: id, modelName: name, arguments: { valid: true, value: input ?? {} } });
+  }
+  return calls;
+}
+
+/**
+ * Runs the `tool_use` blocks of a Messages response through the ledger and returns the user message
+ * with one `tool_result` block per call, in order (`is_error: true` where the call failed).
+ *
+ * @example
+ * ```ts
+ * const { message: results } = await runAnthropicToolUses(client, message, { agentRunId, step, names });
+ * messages.push({ role: 'assistant', content: message.content }, results);
+ * ```
+ */
+export async function runAnthropicToolUses(
+  client: ToolCaller,
+  message: AnthropicMessageLike,
+  context: ToolCallContext,
+): Promise<{ message: ToolResultMessage; results: ToolCallResult[] }> {
+  const results = await runToolCalls(client, anthropicToolUses(message), context);
+  return {
+    message: {
+      role: 'user',
+      content: results.map((result) => {
+        const block: ToolResultBlock = {
+          type: 'tool_result',
+          tool_use_id: result.providerCallId,
+          content: result.content,
+        };
+        if (result.isError) block.is_error = true;
+        return block;
+      }),
+    },
+    results,
+  };
+}
+
+/**
+ * Anthropic `tools` for a deployment's tools (`client.tools()`), with model-safe names.
+ *
+ * @example
+ * ```ts
+ * await anthropic.messages.create({ model, max_tokens, messages, tools: toAnthropicTools(await client.tools()) });
+ * ```
+ */
+export function toAnthropicTools(
+  tools: readonly ToolDescription[],
+  names: ToolNameMap = ToolNameMap.fromTools(tools),
+): AnthropicTool[] {
+  return tools.map((tool) => ({
+    name: names.toModel(tool.name),
+    description: tool.description,
+    input_schema: modelParameters(tool.input_schema),
+  }));
+}

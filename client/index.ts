@@ -1,0 +1,71 @@
+/**
+ * The agent-side client of tool-ledger: the HTTP client, the queue sender, stable operation IDs, and
+ * adapters between model tool calls and the ledger.
+ */
+
+export type {
+  AnthropicMessageLike,
+  AnthropicTool,
+  ToolResultBlock,
+  ToolResultMessage,
+} from './adapters/anthropic';
+export { anthropicToolUses, runAnthropicToolUses, toAnthropicTools } from './adapters/anthropic';
+export { modelParameters, ToolNameMap } from './adapters/model-tools';
+export type {
+  ChatCompletionLike,
+  ChatCompletionTool,
+  ChatToolMessage,
+  FunctionCallOutputItem,
+  ResponsesFunctionTool,
+  ResponsesLike,
+} from './adapters/openai';
+export {
+  chatCompletionToolCalls,
+  responsesFunctionCalls,
+  runChatCompletionToolCalls,
+  runResponsesFunctionCalls,
+  toChatCompletionTools,
+  toResponsesTools,
+} from './adapters/openai';
+export type { ToolResultEnvelope } from './adapters/result-envelope';
+export {
+  AWAITING_APPROVAL_NOTE,
+  NO_ANSWER_NOTE,
+  NOT_SETTLED_NOTE,
+  REPLAY_FAILURE_NOTE,
+  REPLAY_NOTE,
+} from './adapters/result-envelope';
+export type { ModelToolCall, ToolCallContext, ToolCaller, ToolCallResult } from './adapters/run-tool-calls';
+export { runToolCalls } from './adapters/run-tool-calls';
+export type { Operation, OperationPage, OperationState, Problem, ToolDescription } from './api-types';
+export { isTerminalState, TERMINAL_STATES } from './api-types';
+export type { BackoffPolicy } from './backoff';
+export { backoffDelay, DEFAULT_BACKOFF, parseRetryAfter } from './backoff';
+export type { Clock, RandomSource } from './clock';
+export { systemClock } from './clock';
+export {
+  DeadlineExceededError,
+  IdempotencyConflictError,
+  InvalidOperationIdError,
+  ToolLedgerError,
+  ToolLedgerRequestError,
+  UnexpectedResponseError,
+  WaitTimeoutError,
+} from './errors';
+export type { OperationPosition } from './operation-id';
+export { assertOperationId, formatIdempotencyKey, operationIdFor } from './operation-id';
+export type { RequestSigner, SignableRequest } from './signer';
+export { bearerToken } from './signer';
+export type { AwsCredentialsInput, SigV4SignerOptions } from './sigv4';
+export { sigv4Signer } from './sigv4';
+export type { QueueMessage, QueueSenderOptions, QueueSendInput, QueueSendResult } from './sqs-sender';
+export { fifoIdFor, sendToQueue, ToolLedgerQueueSender } from './sqs-sender';
+export type {
+  CallInput,
+  CallOutcome,
+  ListOptions,
+  Resolution,
+  ToolLedgerClientOptions,
+  WaitOptions,
+} from './tool-ledger-client';
+export { ToolLedgerClient } from './tool-ledger-client';

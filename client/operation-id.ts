@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { InvalidOperationIdError } from './errors';
+
+/** Longest operation ID the server accepts (SPEC §1). */
+export const MAX_OPERATION_ID_LENGTH = 255;
+
+const PRINTABLE = /^[\x21-\x7e]+$/;
+
+/**
+ * Throws {@link InvalidOperationIdError} unless `id` is 1 to 255 characters from 0x21 to 0x7E, so a
+ * bad ID fails in the agent before a request is made.
+ *
+ * @example
+ * ```ts
+ * assertOperationId('run-42:s3:c0'); // ok
+ * assertOperationId('has space');    // throws
+ * ```
+ */
+export function assertOperationId(id: unknown): asserts id is string {
+  if (
+    typeof id !== 'string' ||
+    id.length === 0 ||
+    id.length > MAX_OPERATION_ID_LENGTH ||
+    !PRINTABLE.test(id)
+  ) {
+    throw new InvalidOperationIdError(
+      'an operation ID must be 1 to 255 printable ASCII characters (0x21-0x7E)',
+    );
+  }
+}
+
+/**
+ * The `Idempotency-Key` header value for an ID: an RFC 8941 structured-field string, as the IETF
+ * Idempotency-Key draft asks (`"run-42"`). Backslashes and quotes are escaped.
+ *
+ * @example
+ * ```ts
+ * formatIdempotencyKey('run-42'); // '"run-42"'
+ * ```
+ */
+export function formatIdempotencyKey(id: string): string {
+  assertOperationId(id);
+  return `"${id.replace(/[\\"]/g, (ch) => `\\${ch}`)}"`;
+}
+
+/** Where an intended action sits in the orchestrator's own state. */
+export interface OperationPosition {
+  /** The agent run (conversation, job, workflow execution) that owns the action. Not empty. */
+  agentRunId: string;
+  /**
+   * The turn or step of the run that produced the tool calls: a counter the orchestrator persists
+   * (`3`), or a named node (`'plan#3'`). A number and its decimal string name the same step.
+   */
+  step: number | string;
+  /** Position of the call among the tool calls of that step's model response, from 0. */
+  callIndex: number;
+  /**
+   * Optional namespace, e.g. a sub-agent or a retry-safe phase name, for orchestrators that run
+   * more than one tool-calling loop per step.
+   */
+  scope?: string;
+}
+
+/** Readable IDs longer than this are shortened to a prefix and a hash. */
+const READABLE_PREFIX_LENGTH = 180;
+
+/**
+ * A stable operation ID for one intended action, derived from where the action sits in the
+ * orchestrator's state: (agent run, step, position of the call in the model's response).
+ *
+ * - Parallel tool calls in one response get different IDs (their positions differ).
+ * - A regenerated or replayed response for the same step gets the same IDs, so an action that
+ *   already happened is replayed instead of run again. If the regenerated call at a position has
+ *   different arguments, the ledger answers 422 (conflict) instead of running a second action.
+ * - Worker restarts and retries keep the ID, because it comes from state the orchestrator persists.
+ *
+ * Why not the model's `tool_call_id`: the provider mints it per generation. A regenerated response,
+ * a replayed turn or a resumed run gets new IDs for the same intended action, so the ledger would see
+ * a new operation and run the effect twice. It is also not unique across runs or providers, so two
+ * different actions could share it.
+ *
+ * Why not a hash of the arguments: two intended actions with identical arguments (append the same
+ * line twice, pay the same invoice amount twice on purpose) would collapse into one, and a retry whose
+ * arguments differ slightly (a regenerated timestamp, reordered whitespace in a message) would look
+ * like a new action and run twice. Identity must come from the intent's position, and the arguments
+ * digest is then checked against it: same ID, different digest is a conflict.
+ *
+ * Format (frozen: changing it would change the IDs of runs in flight): each part is
+ * percent-encoded (`encodeURIComponent`), then joined with `:` as
+ * `[scope:]agentRunId:s<step>:c<callIndex>`. Since `:` never survives encoding, different
+ * positions give different IDs. Results over 255 characters keep a readable prefix and end with `~`
+ * and the base64url SHA-256 of the full form.
+ *
+ * @throws TypeError for an empty run ID, a negative or fractional index or step number, or parts with
+ * lone surrogates.
+ * @example
+ * ```ts
+ * operationIdFor({ agentRunId: 'run-42', step: 3, callIndex: 0 });               // 'run-42:s3:c0'
+ * operationIdFor({ agentRunId: 'run-42', step: 3, callIndex: 1 });               // 'run-42:s3:c1'
+ * operationIdFor({ agentRunId: 'run 42', step: 'plan', callIndex: 0, scope: 'a' }); // 'a:run%2042:splan:c0'
+ * ```
+ */
+export function operationIdFor(position: OperationPosition): string {
+  const { agentRunId, step, callIndex, scope } = position;
+  if (typeof agentRunId !== 'string' || agentRunId.length === 0) {
+    throw new TypeError('agentRunId must be a non-empty string');
+  }
+  if (!Number.isSafeInteger(callIndex) || callIndex < 0) {
+    throw new TypeError('callIndex must be a non-negative integer');
+  }
+  let stepText: string;
+  if (typeof step === 'number') {
+    if (!Number.isSafeInteger(step) || step < 0)
+      throw new TypeError('a numeric step must be a non-negative integer');
+    stepText = String(step);
+  } else if (typeof step === 'string' && step.length > 0) {
+    stepText = encodePart(step, 'step');
+  } else {
+    throw new TypeError('step must be a non-negative integer or a non-empty string');
+  }
+  const parts = [encodePart(agentRunId, 'agentRunId'), `s${stepText}`, `c${callIndex}`];
+  if (scope !== undefined) {
+    if (typeof scope !== 'string' || scope.length === 0)
+      throw new TypeError('scope, when given, must be non-empty');
+    parts.unshift(encodePart(scope, 'scope'));
+  }
+  const readable = parts.join(':');
+  if (readable.length <= MAX_OPERATION_ID_LENGTH) return readable;
+  // A readable ID always ends with ':c<digits>'; a shortened one ends with 43 base64url characters
+  // (no ':'), so the two forms can never coincide.
+  const hash = createHash('sha256').update(readable, 'utf8').digest('base64url');
+  return `${readable.slice(0, READABLE_PREFIX_LENGTH)}~${hash}`;
+}
+
+function encodePart(value: string, name: string): string {
+  if (!value.isWellFormed()) throw new TypeError(`${name} contains a lone surrogate`);
+  return encodeURIComponent(value);
+}

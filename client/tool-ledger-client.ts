@@ -1,0 +1,572 @@
+import type { Operation, OperationPage, OperationState, Problem, ToolDescription } from './api-types';
+import { TERMINAL_STATES } from './api-types';
+import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF, parseRetryAfter } from './backoff';
+import { type Clock, type RandomSource, systemClock } from './clock';
+import {
+  DeadlineExceededError,
+  IdempotencyConflictError,
+  ToolLedgerRequestError,
+  UnexpectedResponseError,
+  WaitTimeoutError,
+} from './errors';
+import { assertOperationId, formatIdempotencyKey } from './operation-id';
+import type { RequestSigner } from './signer';
+
+/** Options of {@link ToolLedgerClient}. */
+export interface ToolLedgerClientOptions {
+  /** Base URL of the API, with the stage path if any (`https://x.execute-api.eu-west-1.amazonaws.com/prod`). */
+  endpoint: string | URL;
+  /** Adds authentication per attempt: {@link bearerToken} locally, {@link sigv4Signer} on AWS. @default none */
+  signer?: RequestSigner;
+  /** @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** @default the system clock */
+  clock?: Clock;
+  /** @default Math.random */
+  random?: RandomSource;
+  /** Spacing of retries. @default {@link DEFAULT_BACKOFF} (100 ms doubling to 5 s, full jitter) */
+  backoff?: Partial<BackoffPolicy>;
+  /** Spacing of `waitFor` polls. @default 250 ms doubling to 5 s, full jitter */
+  pollBackoff?: Partial<BackoffPolicy>;
+  /** Total time one method may spend, retries and waits included, ms. @default 60000 */
+  deadlineMs?: number;
+  /**
+   * Longest single request, ms. A synchronous call may legitimately take the server's whole
+   * `TOOL_LEDGER_SYNC_WAIT_MS` (25 s). @default 30000
+   */
+  attemptTimeoutMs?: number;
+}
+
+/** One intended action. */
+export interface CallInput {
+  /** The action's identity: the same on every retry, worker restart and model turn (see `operationIdFor`). */
+  operationId: string;
+  /** Tool name as the ledger knows it (`webhook.post`). */
+  tool: string;
+  /** JSON arguments; serialized once, so every attempt sends the same bytes. */
+  arguments: unknown;
+  /** Recorded with the operation for logs and listing. */
+  agentRunId?: string;
+  /** Send `Prefer: respond-async`: reserve as `queued` and answer 202 at once. @default false */
+  async?: boolean;
+  /** Overrides the client's total deadline for this call, ms. */
+  deadlineMs?: number;
+  /** Cancels waiting (the operation itself is not cancelled: it keeps its ID and may still run). */
+  signal?: AbortSignal;
+}
+
+/** What `call` returns. */
+export interface CallOutcome {
+  /** The operation as the server reported it; `operation.state` may be non-terminal (202). */
+  operation: Operation;
+  /** True when this request did not run the effect: an earlier attempt or request did. */
+  replayed: boolean;
+  /** HTTP status of the final answer: 201 terminal, 202 accepted but not settled. */
+  status: number;
+  /** The server's `Retry-After`, ms, when it sent one (a hint for when to poll). */
+  retryAfterMs?: number;
+  /** Requests sent for this call. */
+  attempts: number;
+}
+
+/** Options of {@link ToolLedgerClient.waitFor}. */
+export interface WaitOptions {
+  /** Give up after this long, ms. @default the client's `deadlineMs` */
+  timeoutMs?: number;
+  /** States to stop at. @default the terminal states (succeeded, failed_terminal, rejected) */
+  until?: Iterable<OperationState>;
+  /** Cancels waiting. */
+  signal?: AbortSignal;
+}
+
+/** An operator's decision on an uncertain operation (SPEC §5, resolution route). */
+export interface Resolution {
+  outcome: 'applied' | 'not_applied' | 'failed';
+  /** The result to store when `applied`. */
+  result?: unknown;
+  /** Apply only while the record is still at this attempt. */
+  attempt?: number;
+}
+
+/** Filters of {@link ToolLedgerClient.list}. */
+export interface ListOptions {
+  state?: OperationState;
+  limit?: number;
+  cursor?: string;
+}
+
+/** How a route treats answers that a retry might change. */
+type RetryRule = 'operation' | 'plain';
+
+interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+interface RequestSpec {
+  method: 'GET' | 'POST';
+  path: string;
+  query?: Record<string, string | undefined>;
+  headers?: Record<string, string>;
+  body?: string;
+  rule: RetryRule;
+  operationId?: string;
+  deadlineMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Statuses whose answer may differ on a later try; the ledger's keys make re-sending safe. */
+const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+
+/**
+ * The agent-side client of the tool-ledger HTTP API.
+ *
+ * `call` is safe to retry by construction: the operation ID and the serialized body are fixed before
+ * the first attempt; transport errors, lost responses, in-progress 409s and retryable 503s are retried
+ * with exponential backoff and full jitter (never sooner than `Retry-After`) until the total deadline.
+ * Outcomes that are accepted but not settled (`queued`, `awaiting_approval`, `uncertain`,
+ * `needs_reconciliation`) come back as values to `waitFor`, not as errors.
+ *
+ * ```
+ * call ──POST──x (lost) ── backoff ──POST (same key, same bytes)──▶ 201 replayed: true
+ *      ──POST──▶ 409 in progress ── Retry-After ──POST──▶ 201
+ *      ──POST──▶ 202 uncertain ──▶ outcome ── waitFor ──GET…GET──▶ succeeded (reconciled)
+ * ```
+ *
+ * @example
+ * ```ts
+ * const client = new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken('dev-token') });
+ * const id = operationIdFor({ agentRunId: 'run-42', step: 3, callIndex: 0 });
+ * let { operation } = await client.call({ operationId: id, tool: 'webhook.post', arguments: { url, json } });
+ * if (operation.state !== 'succeeded') operation = await client.waitFor(id);
+ * ```
+ */
+export class ToolLedgerClient {
+  private readonly endpoint: URL;
+  private readonly signer: RequestSigner | undefined;
+  private readonly fetchImpl: typeof fetch;
+  private readonly clock: Clock;
+  private readonly random: RandomSource;
+  private readonly backoff: BackoffPolicy;
+  private readonly pollBackoff: BackoffPolicy;
+  private readonly deadlineMs: number;
+  private readonly attemptTimeoutMs: number;
+
+  constructor(options: ToolLedgerClientOptions) {
+    this.endpoint = new URL(options.endpoint);
+    this.signer = options.signer;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.pollBackoff = { baseMs: 250, maxMs: 5_000, ...options.pollBackoff };
+    this.deadlineMs = options.deadlineMs ?? 60_000;
+    this.attemptTimeoutMs = options.attemptTimeoutMs ?? 30_000;
+  }
+
+  /**
+   * Runs a tool call at most once: `POST /v1/operations` with `Idempotency-Key: "<operationId>"`.
+   *
+   * @throws IdempotencyConflictError (422) when the ID was first used with other arguments.
+   * @throws ToolLedgerRequestError for other refusals (validation, unknown tool, auth).
+   * @throws DeadlineExceededError when retries did not get an answer in time (call again with the same ID).
+   * @example
+   * ```ts
+   * const { operation, replayed } = await client.call({ operationId, tool: 'workspace.write_file',
+   *   arguments: { path: 'notes.md', content: 'hi' } });
+   * ```
+   */
+  async call(input: CallInput): Promise<CallOutcome> {
+    assertOperationId(input.operationId);
+    if (input.arguments === undefined) throw new TypeError('arguments are required (use {} for none)');
+    const payload: Record<string, unknown> = { tool: input.tool, arguments: input.arguments };
+    if (input.agentRunId !== undefined) payload.agent_run_id = input.agentRunId;
+    const body = JSON.stringify(payload);
+    const headers: Record<string, string> = { 'idempotency-key': formatIdempotencyKey(input.operationId) };
+    if (input.async) headers.prefer = 'respond-async';
+    const { response, attempts } = await this.send({
+      method: 'POST',
+      path: '/v1/operations',
+      headers,
+      body,
+      rule: 'operation',
+      operationId: input.operationId,
+      deadlineMs: input.deadlineMs,
+      signal: input.signal,
+    });
+    const operation = parseOperation(response);
+    const replayedHeader = response.headers.get('idempotent-replayed')?.trim().toLowerCase();
+    const outcome: CallOutcome = {
+      operation,
+      replayed: operation.replayed === true || replayedHeader === 'true' || replayedHeader === '?1',
+      status: response.status,
+      attempts,
+    };
+    const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.clock.now());
+    if (retryAfterMs !== undefined) outcome.retryAfterMs = retryAfterMs;
+    return outcome;
+  }
+
+  /**
+   * Polls `GET /v1/operations/{id}` with backoff until the operation reaches one of `until` (by
+   * default a terminal state), e.g. to follow an `uncertain` outcome to what the reconciler decided.
+   *
+   * @throws WaitTimeoutError with the last state seen when time runs out.
+   * @example
+   * ```ts
+   * const done = await client.waitFor(id, { timeoutMs: 30_000 });
+   * const parked = await client.waitFor(id, { until: ['succeeded', 'failed_terminal', 'rejected', 'needs_reconciliation'] });
+   * ```
+   */
+  async waitFor(operationId: string, options: WaitOptions = {}): Promise<Operation> {
+    assertOperationId(operationId);
+    const until = new Set<OperationState>(options.until ?? TERMINAL_STATES);
+    const deadline = this.clock.now() + (options.timeoutMs ?? this.deadlineMs);
+    let last: Operation | undefined;
+    for (let poll = 0; ; poll++) {
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0) throw new WaitTimeoutError(last);
+      let response: RawResponse;
+      try {
+        ({ response } = await this.send({
+          method: 'GET',
+          path: operationPath(operationId),
+          rule: 'plain',
+          deadlineMs: remaining,
+          signal: options.signal,
+        }));
+      } catch (error) {
+        if (error instanceof DeadlineExceededError) throw new WaitTimeoutError(last, error);
+        throw error;
+      }
+      last = parseOperation(response);
+      if (until.has(last.state)) return last;
+      const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.clock.now());
+      const delay = backoffDelay(this.pollBackoff, poll, this.random, retryAfterMs);
+      if (this.clock.now() + delay >= deadline) throw new WaitTimeoutError(last);
+      await this.clock.sleep(delay, options.signal);
+    }
+  }
+
+  /**
+   * The operation in any state (`GET /v1/operations/{id}`); `includeArguments` needs the approver or
+   * operator role.
+   *
+   * @example
+   * ```ts
+   * const op = await client.get('run-42:s3:c0');
+   * ```
+   */
+  async get(
+    operationId: string,
+    options: { includeArguments?: boolean; signal?: AbortSignal } = {},
+  ): Promise<Operation> {
+    assertOperationId(operationId);
+    const { response } = await this.send({
+      method: 'GET',
+      path: operationPath(operationId),
+      query: { include: options.includeArguments ? 'arguments' : undefined },
+      rule: 'plain',
+      signal: options.signal,
+    });
+    return parseOperation(response);
+  }
+
+  /**
+   * Approves an `awaiting_approval` operation, bound to the digest the approver saw (so a different
+   * set of arguments can never ride on the approval). Repeating the same decision is harmless.
+   *
+   * @example
+   * ```ts
+   * const op = await approverClient.get(id, { includeArguments: true });
+   * await approverClient.approve(id, op.arguments_digest);
+   * ```
+   */
+  approve(operationId: string, argumentsDigest: string): Promise<Operation> {
+    return this.decide(operationId, 'approve', argumentsDigest);
+  }
+
+  /**
+   * Rejects an `awaiting_approval` operation; it becomes `rejected` and never runs.
+   *
+   * @example
+   * ```ts
+   * await approverClient.reject(id, op.arguments_digest);
+   * ```
+   */
+  reject(operationId: string, argumentsDigest: string): Promise<Operation> {
+    return this.decide(operationId, 'reject', argumentsDigest);
+  }
+
+  /**
+   * An operator's resolution of an `uncertain` or `needs_reconciliation` operation, after checking
+   * the target by hand.
+   *
+   * @example
+   * ```ts
+   * await operatorClient.resolve(id, { outcome: 'applied', result: { checked: true }, attempt: 2 });
+   * ```
+   */
+  async resolve(operationId: string, resolution: Resolution): Promise<Operation> {
+    assertOperationId(operationId);
+    const { response } = await this.send({
+      method: 'POST',
+      path: `${operationPath(operationId)}/resolution`,
+      body: JSON.stringify(resolution),
+      rule: 'plain',
+    });
+    return parseOperation(response);
+  }
+
+  /**
+   * The tenant's unresolved operations, newest first (operator role).
+   *
+   * @example
+   * ```ts
+   * for (let page = await client.list({ state: 'needs_reconciliation' }); ; ) {
+   *   handle(page.operations);
+   *   if (!page.cursor) break;
+   *   page = await client.list({ state: 'needs_reconciliation', cursor: page.cursor });
+   * }
+   * ```
+   */
+  async list(options: ListOptions = {}): Promise<OperationPage> {
+    const { response } = await this.send({
+      method: 'GET',
+      path: '/v1/operations',
+      query: {
+        state: options.state,
+        limit: options.limit === undefined ? undefined : String(options.limit),
+        cursor: options.cursor,
+      },
+      rule: 'plain',
+    });
+    const body = parseJson(response);
+    const operations = isRecord(body) && Array.isArray(body.operations) ? body.operations : undefined;
+    if (!operations)
+      throw new UnexpectedResponseError(response.status, 'the list response has no operations array');
+    const page: OperationPage = { operations: operations as Operation[] };
+    const cursor = isRecord(body) ? (body.cursor ?? body.next_cursor) : undefined;
+    if (typeof cursor === 'string' && cursor.length > 0) page.cursor = cursor;
+    return page;
+  }
+
+  /**
+   * The deployment's tools with their JSON Schemas (`GET /v1/tools`), ready for
+   * `toChatCompletionTools` / `toAnthropicTools`.
+   *
+   * @example
+   * ```ts
+   * const tools = await client.tools();
+   * ```
+   */
+  async tools(): Promise<ToolDescription[]> {
+    const { response } = await this.send({ method: 'GET', path: '/v1/tools', rule: 'plain' });
+    const body = parseJson(response);
+    const tools = Array.isArray(body)
+      ? body
+      : isRecord(body) && Array.isArray(body.tools)
+        ? body.tools
+        : undefined;
+    if (!tools) throw new UnexpectedResponseError(response.status, 'the tools response has no tools array');
+    return tools as ToolDescription[];
+  }
+
+  private async decide(
+    operationId: string,
+    decision: 'approve' | 'reject',
+    digest: string,
+  ): Promise<Operation> {
+    assertOperationId(operationId);
+    const { response } = await this.send({
+      method: 'POST',
+      path: `${operationPath(operationId)}/approval`,
+      body: JSON.stringify({ decision, arguments_digest: digest }),
+      rule: 'plain',
+    });
+    return parseOperation(response);
+  }
+
+  /**
+   * Sends one logical request, retrying what a retry can change, until the deadline. The body and
+   * headers are fixed by the caller before the loop; only the signature (which carries a time) is
+   * renewed per attempt.
+   */
+  private async send(spec: RequestSpec): Promise<{ response: RawResponse; attempts: number }> {
+    const url = this.url(spec.path, spec.query);
+    const deadline = this.clock.now() + (spec.deadlineMs ?? this.deadlineMs);
+    const baseHeaders: Record<string, string> = {
+      accept: 'application/json, application/problem+json',
+      ...spec.headers,
+    };
+    if (spec.body !== undefined) baseHeaders['content-type'] = 'application/json';
+    let lastStatus: number | undefined;
+    let lastOperation: Operation | undefined;
+    let lastError: unknown;
+    for (let attempt = 1; ; attempt++) {
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0) {
+        throw new DeadlineExceededError({
+          attempts: attempt - 1,
+          lastStatus,
+          lastOperation,
+          cause: lastError,
+        });
+      }
+      const headers = this.signer
+        ? await this.signer.sign({ method: spec.method, url, headers: { ...baseHeaders }, body: spec.body })
+        : baseHeaders;
+      const timeout = AbortSignal.timeout(Math.max(1, Math.min(this.attemptTimeoutMs, remaining)));
+      const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
+      let response: RawResponse | undefined;
+      try {
+        const res = await this.fetchImpl(url, {
+          method: spec.method,
+          headers,
+          body: spec.body,
+          signal,
+          redirect: 'manual',
+        });
+        // Reading the body belongs to the attempt: a connection reset mid-body is a lost response.
+        response = { status: res.status, headers: res.headers, text: await res.text() };
+      } catch (error) {
+        if (spec.signal?.aborted) throw spec.signal.reason;
+        if (!isTransportError(error)) throw error;
+        lastError = error;
+      }
+      let retryAfterMs: number | undefined;
+      if (response) {
+        lastStatus = response.status;
+        lastError = undefined;
+        if (!isRetryable(response, spec.rule)) return { response: settle(response, spec), attempts: attempt };
+        lastOperation = operationIn(response) ?? lastOperation;
+        retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.clock.now());
+      }
+      const delay = backoffDelay(this.backoff, attempt - 1, this.random, retryAfterMs);
+      if (this.clock.now() + delay >= deadline) {
+        throw new DeadlineExceededError({ attempts: attempt, lastStatus, lastOperation, cause: lastError });
+      }
+      await this.clock.sleep(delay, spec.signal);
+    }
+  }
+
+  private url(path: string, query?: Record<string, string | undefined>): URL {
+    const url = new URL(this.endpoint);
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+    url.search = '';
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, value);
+    }
+    return url;
+  }
+}
+
+function operationPath(operationId: string): string {
+  return `/v1/operations/${encodeURIComponent(operationId)}`;
+}
+
+function isRetryable(response: RawResponse, rule: RetryRule): boolean {
+  if (RETRYABLE_STATUSES.has(response.status)) return true;
+  // On the operations route a 409 means a worker holds a live lease: the answer will change. On the
+  // approval and resolution routes a 409 is a decision (state_changed, approval_mismatch).
+  if (response.status === 409 && rule === 'operation') {
+    const problem = parseProblem(response);
+    return problem.code === 'operation_in_progress';
+  }
+  return false;
+}
+
+/** Turns a final answer into the value or the typed error the caller gets. */
+function settle(response: RawResponse, spec: RequestSpec): RawResponse {
+  if (response.status >= 200 && response.status < 300) return response;
+  if (response.status >= 300 && response.status < 400) {
+    throw new UnexpectedResponseError(
+      response.status,
+      'tool-ledger answered with a redirect, which is never followed',
+    );
+  }
+  const problem = parseProblem(response);
+  if (
+    response.status === 422 &&
+    problem.code === 'idempotency_key_reused' &&
+    spec.operationId !== undefined
+  ) {
+    throw new IdempotencyConflictError(spec.operationId, problem);
+  }
+  throw new ToolLedgerRequestError(response.status, problem);
+}
+
+/**
+ * Errors of the request itself rather than of the code: fetch rejects with a TypeError for network
+ * failures (resets, refused connections, closed sockets) and an abort/timeout DOMException when an
+ * attempt's time runs out. Body read failures surface the same way.
+ */
+function isTransportError(error: unknown): boolean {
+  if (error instanceof TypeError) return true;
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string';
+}
+
+const FALLBACK_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'throttled',
+};
+
+/** The problem document, or a stand-in with a code derived from the status (e.g. API Gateway's own 403). */
+function parseProblem(response: RawResponse): Problem {
+  let body: unknown;
+  try {
+    body = JSON.parse(response.text);
+  } catch {
+    body = undefined;
+  }
+  if (isRecord(body) && typeof body.code === 'string') return body as Problem;
+  return { code: FALLBACK_CODES[response.status] ?? `http_${response.status}`, status: response.status };
+}
+
+function parseJson(response: RawResponse): unknown {
+  try {
+    return JSON.parse(response.text);
+  } catch (error) {
+    throw new UnexpectedResponseError(
+      response.status,
+      `the response body is not JSON (${(error as Error).name})`,
+    );
+  }
+}
+
+/** The operation a retryable answer carries: the body itself (503) or the problem's `operation` (409). */
+function operationIn(response: RawResponse): Operation | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(response.text);
+  } catch {
+    return undefined;
+  }
+  const candidate = isRecord(body) && isRecord(body.operation) ? body.operation : body;
+  return isRecord(candidate) &&
+    typeof candidate.operation_id === 'string' &&
+    typeof candidate.state === 'string'
+    ? (candidate as Operation)
+    : undefined;
+}
+
+function parseOperation(response: RawResponse): Operation {
+  const body = parseJson(response);
+  if (!isRecord(body) || typeof body.operation_id !== 'string' || typeof body.state !== 'string') {
+    throw new UnexpectedResponseError(response.status, 'the response is not an operation');
+  }
+  return body as Operation;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
