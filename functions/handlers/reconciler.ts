@@ -1,0 +1,63 @@
+import type { Context, ScheduledEvent } from 'aws-lambda';
+import tools from '#tool-ledger/tools';
+import { errorClass } from '../domain/errors';
+import { newRequest } from '../engine/ledger-deps';
+import { type ReconcileSummary, reconcilePass } from '../engine/reconcile';
+import { logger } from '../observability/logger';
+import { buildRuntime, type Runtime } from '../wiring';
+
+/**
+ * The scheduled reconciler (SPEC §7): one {@link reconcilePass} per invocation (EventBridge in AWS, a
+ * timer in local mode). Overlapping invocations are safe: every decision is a conditional write.
+ */
+
+/**
+ * Builds a reconciler handler over a runtime, built on the first invocation and kept for the life of
+ * the process. Tests pass a runtime wired to their own tools.
+ *
+ * @example
+ * ```ts
+ * const handler = createReconcilerHandler(() => buildRuntime(myTools));
+ * const summary = await handler(scheduledEvent, context);
+ * console.log(summary.actions);
+ * ```
+ */
+export function createReconcilerHandler(
+  runtime: () => Runtime,
+): (event: ScheduledEvent | Record<string, never>, context: Context) => Promise<ReconcileSummary> {
+  let built: Runtime | undefined;
+  return async (_event, context) => {
+    built ??= runtime();
+    const { deps } = built;
+    const started = Date.now();
+    try {
+      const summary = await reconcilePass(deps, newRequest(deps, context.awsRequestId));
+      // Counts only: no operation IDs, arguments or results. An idle pass is logged at debug level, so
+      // a quiet ledger does not fill the log with a line per tick.
+      const log = summary.read === 0 ? logger.debug.bind(logger) : logger.info.bind(logger);
+      log('reconcile pass', {
+        read: summary.read,
+        pages: summary.pages,
+        skipped: summary.skipped,
+        actions: summary.actions,
+        duration_ms: Date.now() - started,
+      });
+      return summary;
+    } catch (error) {
+      logger.error('reconcile pass failed', {
+        error_class: errorClass(error),
+        duration_ms: Date.now() - started,
+      });
+      throw error;
+    } finally {
+      // Also what a pass recorded before it failed (an empty flush writes nothing).
+      deps.metrics.flush();
+    }
+  };
+}
+
+/**
+ * The Lambda entry point: the deployment's tools module (`#tool-ledger/tools`, the shipped tools unless
+ * the construct aliases another), wired from the environment (functions/wiring.ts).
+ */
+export const handler = createReconcilerHandler(() => buildRuntime(tools));

@@ -1,0 +1,98 @@
+import { type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
+import { type RunningStack, startStack } from './stack';
+
+/**
+ * `npm start`: tool-ledger on one machine (SPEC §10). Prints one ready line for scripts, then a short
+ * greeting for people; stops cleanly on SIGINT and SIGTERM.
+ */
+
+/** How long a stop waits for requests, batches and passes in flight (a tool's deadline plus its commit). */
+const SHUTDOWN_GRACE_MS = 30_000;
+
+/** Signals closer together than this are one stop request (npm and tsx relay the terminal's signal). */
+const REPEAT_SIGNAL_MS = 1_000;
+
+/**
+ * The line scripts wait for (SPEC §10), exactly:
+ * `tool-ledger ready api=… sqs=… queue=… dynamodb=… table=…`.
+ */
+function readyLine(stack: RunningStack): string {
+  return (
+    `tool-ledger ready api=${stack.apiUrl} sqs=${stack.sqsEndpoint} queue=${stack.queues.queueUrl} ` +
+    `dynamodb=${stack.dynamoEndpoint} table=${stack.tableName}`
+  );
+}
+
+/** What people read after the ready line: how to authenticate and a first call. */
+function greeting(stack: RunningStack, settings: LocalSettings): string {
+  const lines = ['', 'Bearer tokens (TOOL_LEDGER_TOKENS):'];
+  for (const t of settings.tokens) {
+    // Only the well-known defaults are shown; tokens someone chose are not printed back.
+    const shown = settings.defaultTokens ? t.token : '<your token>';
+    lines.push(`  ${shown.padEnd(14)} tenant=${t.tenant} roles=${t.roles.join('+')}`);
+  }
+  const agent = settings.tokens.find((t) => t.roles.includes('agent'));
+  const token = settings.defaultTokens && agent ? agent.token : '$TOKEN';
+  lines.push(
+    '',
+    'Try it (run it twice: the second answer is the stored replay, Idempotent-Replayed: true):',
+    `  curl -i ${stack.apiUrl}/v1/operations \\`,
+    `    -H 'Authorization: Bearer ${token}' -H 'Idempotency-Key: hello-1' \\`,
+    `    -H 'Content-Type: application/json' \\`,
+    `    -d '{"tool":"workspace.write_file","arguments":{"path":"hello.txt","content":"hello"}}'`,
+    '',
+    `Tools: curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${token}'`,
+    `Data folder: ${settings.dataDir} (delete it to start from an empty ledger). Ctrl-C stops.`,
+    '',
+  );
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  // Read when the first AWS SDK client is built; local mode runs on Node 20 by design.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  let settings: LocalSettings;
+  try {
+    settings = loadLocalSettings(process.env);
+  } catch (error) {
+    if (!(error instanceof LocalSettingsError)) throw error;
+    process.stderr.write(`tool-ledger: ${error.message}\n`);
+    process.exit(2);
+  }
+  const stack = await startStack(settings);
+
+  let stopping: number | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    const now = Date.now();
+    if (stopping !== undefined) {
+      if (now - stopping < REPEAT_SIGNAL_MS) return;
+      process.stderr.write(`tool-ledger: ${signal} again, stopping now\n`);
+      process.exit(130);
+    }
+    stopping = now;
+    process.stderr.write(`tool-ledger: ${signal}, stopping (again to stop at once)\n`);
+    stack.stop(SHUTDOWN_GRACE_MS).then(
+      (drained) => {
+        if (!drained) process.stderr.write('tool-ledger: work still running was abandoned\n');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        process.stderr.write(`tool-ledger: stop failed (${error instanceof Error ? error.name : 'error'})\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+
+  // One write, so that no log line can land inside the ready line.
+  process.stdout.write(`${readyLine(stack)}\n`);
+  process.stdout.write(`${greeting(stack, settings)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `tool-ledger: could not start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`,
+  );
+  process.exit(1);
+});

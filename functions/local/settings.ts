@@ -1,0 +1,155 @@
+import { resolve } from 'node:path';
+
+/**
+ * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
+ * engine's own settings (retention, lease grace, sync wait, approvals) are read by functions/config.ts
+ * from the same variables; they are checked here too, so that a typo stops local mode before any
+ * server starts rather than at the first request.
+ */
+
+/** Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set. */
+export const DEFAULT_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
+
+/** Origins `webhook.post` may call in local mode when `TOOL_LEDGER_WEBHOOK_ALLOW` is not set. */
+export const DEFAULT_WEBHOOK_ALLOW = 'http://127.0.0.1,http://localhost';
+
+/** One bearer token of `TOOL_LEDGER_TOKENS`: `token=tenant:role+role`. */
+export interface LocalToken {
+  token: string;
+  tenant: string;
+  roles: string[];
+}
+
+/** Everything local mode needs to start. */
+export interface LocalSettings {
+  /** HTTP port of the API on 127.0.0.1; 0 picks a free one. */
+  port: number;
+  /** Root of local state. */
+  dataDir: string;
+  /** dynalite's LevelDB folder (persists across restarts). */
+  ledgerDir: string;
+  /** Root of the workspace tools. */
+  workspaceDir: string;
+  /** `TOOL_LEDGER_TOKENS` as given (or the default). */
+  tokensSpec: string;
+  /** The parsed tokens. */
+  tokens: LocalToken[];
+  /** Whether the tokens are the well-known defaults (then they are printed for people). */
+  defaultTokens: boolean;
+  /** Every tenant named by a token: the work queue's binding (SPEC §6). */
+  tenants: string[];
+  /** `TOOL_LEDGER_WEBHOOK_ALLOW` as given (or the default). */
+  webhookAllow: string;
+  /** Reconciler interval, ms. */
+  reconcileEveryMs: number;
+  /** Port of dynalite on 127.0.0.1; 0 picks a free one. */
+  dynamoPort: number;
+  /** Port of fauxqs on 127.0.0.1; 0 picks a free one. */
+  sqsPort: number;
+  /** Ledger table name. */
+  tableName: string;
+}
+
+/** A setting that cannot be used; the message names the variable and what it accepts. */
+export class LocalSettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LocalSettingsError';
+  }
+}
+
+/** Integer variables SPEC §10 lists that functions/config.ts reads; checked here for early failure. */
+const ENGINE_INTEGERS = [
+  'TOOL_LEDGER_RETENTION_SECONDS',
+  'TOOL_LEDGER_LEASE_GRACE_MS',
+  'TOOL_LEDGER_SYNC_WAIT_MS',
+  'TOOL_LEDGER_APPROVAL_TTL_SECONDS',
+] as const;
+
+/**
+ * Reads and checks the local settings.
+ *
+ * @example
+ * ```ts
+ * const settings = loadLocalSettings(process.env);
+ * settings.tenants; // ['local'] with the default tokens
+ * ```
+ */
+export function loadLocalSettings(env: NodeJS.ProcessEnv): LocalSettings {
+  for (const name of ENGINE_INTEGERS) integer(env, name, 0);
+  const selfApproval = env.TOOL_LEDGER_ALLOW_SELF_APPROVAL;
+  if (
+    selfApproval !== undefined &&
+    selfApproval !== '' &&
+    selfApproval !== 'true' &&
+    selfApproval !== 'false'
+  ) {
+    throw new LocalSettingsError('TOOL_LEDGER_ALLOW_SELF_APPROVAL must be true or false');
+  }
+  const dataDir = resolve(nonEmpty(env.TOOL_LEDGER_DATA_DIR) ?? '.data');
+  const tokensSpec = nonEmpty(env.TOOL_LEDGER_TOKENS) ?? DEFAULT_TOKENS;
+  const tokens = parseTokens(tokensSpec);
+  const reconcileEveryMs = integer(env, 'TOOL_LEDGER_RECONCILE_EVERY_MS', 5_000);
+  if (reconcileEveryMs < 10)
+    throw new LocalSettingsError('TOOL_LEDGER_RECONCILE_EVERY_MS must be at least 10');
+  return {
+    port: port(env, 'PORT', 3000),
+    dataDir,
+    ledgerDir: resolve(dataDir, 'ledger'),
+    workspaceDir: resolve(dataDir, 'workspace'),
+    tokensSpec,
+    tokens,
+    defaultTokens: tokensSpec === DEFAULT_TOKENS,
+    tenants: [...new Set(tokens.map((t) => t.tenant))],
+    webhookAllow: nonEmpty(env.TOOL_LEDGER_WEBHOOK_ALLOW) ?? DEFAULT_WEBHOOK_ALLOW,
+    reconcileEveryMs,
+    dynamoPort: port(env, 'TOOL_LEDGER_DYNAMODB_PORT', 0),
+    sqsPort: port(env, 'TOOL_LEDGER_SQS_PORT', 0),
+    tableName: nonEmpty(env.TOOL_LEDGER_TABLE_NAME) ?? 'tool-ledger',
+  };
+}
+
+/**
+ * Parses `token=tenant:role+role,…`. The tenant is everything between `=` and the last `:`, so tenants
+ * may themselves contain `:`.
+ */
+export function parseTokens(spec: string): LocalToken[] {
+  const tokens: LocalToken[] = [];
+  for (const entry of spec.split(',')) {
+    const trimmed = entry.trim();
+    if (trimmed === '') continue;
+    const eq = trimmed.indexOf('=');
+    const colon = trimmed.lastIndexOf(':');
+    const token = trimmed.slice(0, eq);
+    const tenant = trimmed.slice(eq + 1, colon);
+    const roles = trimmed.slice(colon + 1).split('+');
+    if (eq <= 0 || colon <= eq + 1 || roles.some((r) => r === '')) {
+      throw new LocalSettingsError(
+        'TOOL_LEDGER_TOKENS must be comma-separated token=tenant:role+role entries (roles: agent, approver, operator)',
+      );
+    }
+    tokens.push({ token, tenant, roles });
+  }
+  if (tokens.length === 0) throw new LocalSettingsError('TOOL_LEDGER_TOKENS names no token');
+  return tokens;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new LocalSettingsError(`${name} must be a non-negative integer`);
+  }
+  return value;
+}
+
+function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = integer(env, name, fallback);
+  if (value > 65_535) throw new LocalSettingsError(`${name} must be a port number (0 picks a free one)`);
+  return value;
+}

@@ -1,0 +1,111 @@
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { buildApp } from 'fauxqs';
+
+/**
+ * SQS for local mode: fauxqs in-process. `startFauxqs` always listens on every interface, so this
+ * builds fauxqs's app and listens on 127.0.0.1 only. fauxqs keeps queues in memory: local mode
+ * creates the work queue and its DLQ at every start. Its queue URLs name the host
+ * `sqs.us-east-1.localhost`, which does not resolve, so every client must be given the endpoint.
+ */
+
+/** A running local SQS. */
+export interface LocalSqs {
+  /** `http://127.0.0.1:<port>`: the `endpoint` every SQS client must be given. */
+  endpoint: string;
+  /** A client for this server. */
+  client: SQSClient;
+  /** Stops the server; pending long polls end with an error. */
+  stop(): Promise<void>;
+}
+
+/** The work queue and its dead-letter queue. */
+export interface LocalWorkQueues {
+  queueUrl: string;
+  queueArn: string;
+  deadLetterQueueUrl: string;
+}
+
+/** How the work queue is configured (SPEC §6). */
+export interface WorkQueueOptions {
+  /** Name of the work queue; the DLQ is `<name>-dlq`. */
+  name: string;
+  /** At least six times the executor's timeout, seconds. */
+  visibilityTimeoutSeconds: number;
+  /** Receives before a message moves to the DLQ. */
+  maxReceiveCount: number;
+}
+
+/**
+ * Starts fauxqs on `127.0.0.1:port` (0: a free port).
+ *
+ * @example
+ * ```ts
+ * const sqs = await startLocalSqs(0);
+ * const queues = await createWorkQueues(sqs.client, { name: 'tool-ledger-work', visibilityTimeoutSeconds: 720, maxReceiveCount: 5 });
+ * ```
+ */
+export async function startLocalSqs(port: number): Promise<LocalSqs> {
+  const app = buildApp({ logger: false });
+  await app.listen({ port, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('fauxqs did not report a TCP address');
+  const endpoint = `http://127.0.0.1:${address.port}`;
+  const client = localSqsClient(endpoint);
+  return {
+    endpoint,
+    client,
+    async stop() {
+      client.destroy();
+      await app.close();
+    },
+  };
+}
+
+/** An SQS client for a local endpoint (any credentials are accepted). */
+export function localSqsClient(endpoint: string): SQSClient {
+  return new SQSClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+}
+
+/**
+ * Creates (or finds, CreateQueue is idempotent for equal attributes) the work queue and its DLQ with
+ * the redrive policy.
+ */
+export async function createWorkQueues(
+  client: SQSClient,
+  options: WorkQueueOptions,
+): Promise<LocalWorkQueues> {
+  const dlq = await client.send(new CreateQueueCommand({ QueueName: `${options.name}-dlq` }));
+  const deadLetterQueueUrl = required(dlq.QueueUrl, 'dead-letter queue URL');
+  const dlqArn = await queueArn(client, deadLetterQueueUrl);
+  const work = await client.send(
+    new CreateQueueCommand({
+      QueueName: options.name,
+      Attributes: {
+        VisibilityTimeout: String(options.visibilityTimeoutSeconds),
+        ReceiveMessageWaitTimeSeconds: '20',
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn,
+          maxReceiveCount: options.maxReceiveCount,
+        }),
+      },
+    }),
+  );
+  const queueUrl = required(work.QueueUrl, 'work queue URL');
+  return { queueUrl, queueArn: await queueArn(client, queueUrl), deadLetterQueueUrl };
+}
+
+async function queueArn(client: SQSClient, queueUrl: string): Promise<string> {
+  const attributes = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  return required(attributes.Attributes?.QueueArn, 'queue ARN');
+}
+
+function required(value: string | undefined, what: string): string {
+  if (!value) throw new Error(`local SQS returned no ${what}`);
+  return value;
+}

@@ -1,0 +1,160 @@
+import { mkdir } from 'node:fs/promises';
+import { type LocalDynamo, startLocalDynamo } from './dynamo-server';
+import { ExecutorLoop } from './executor-loop';
+import { HttpAdapter } from './http-adapter';
+import type { LocalFunction } from './lambda-context';
+import { ReconcilerLoop } from './reconciler-loop';
+import type { LocalSettings } from './settings';
+import { createWorkQueues, type LocalSqs, type LocalWorkQueues, startLocalSqs } from './sqs-server';
+
+/**
+ * The whole of tool-ledger on one machine (SPEC §10): dynalite and fauxqs, then the same three Lambda
+ * handlers behind an HTTP server, an SQS poller and a timer. Servers start first; the handler modules
+ * are imported only once the environment they read at their cold start points at those servers.
+ */
+
+/** The API function: API Gateway's integration timeout bounds it. */
+export const API_FUNCTION: LocalFunction = { name: 'tool-ledger-api', timeoutMs: 29_000 };
+
+/** The executor function, with the construct's default timeout (lib/settings.ts `executorTimeout`). */
+export const EXECUTOR_FUNCTION: LocalFunction = { name: 'tool-ledger-executor', timeoutMs: 120_000 };
+
+/** Receives before a work message moves to the DLQ (the construct's default `maxReceiveCount`). */
+export const MAX_RECEIVE_COUNT = 5;
+
+/** Name of the local work queue (its DLQ is `<name>-dlq`). */
+export const WORK_QUEUE_NAME = 'tool-ledger-work';
+
+/** The reconciler function: at least a minute, so a pass that asks slow targets is not cut short. */
+export function reconcilerFunction(everyMs: number): LocalFunction {
+  return { name: 'tool-ledger-reconciler', timeoutMs: Math.min(Math.max(everyMs, 60_000), 900_000) };
+}
+
+/** Where a running stack can be reached. */
+export interface RunningStack {
+  apiUrl: string;
+  sqsEndpoint: string;
+  dynamoEndpoint: string;
+  queues: LocalWorkQueues;
+  tableName: string;
+  /**
+   * Stops the loops and the HTTP server, waiting for work in flight at most `graceMs`, then the
+   * emulators. Returns false if some work was abandoned.
+   */
+  stop(graceMs: number): Promise<boolean>;
+}
+
+/**
+ * The environment the handlers read (functions/wiring.ts, functions/config.ts and the API's token
+ * authentication). Values the user set are kept where the variable is theirs to set.
+ */
+export function handlerEnvironment(
+  settings: LocalSettings,
+  endpoints: { dynamo: string; sqs: string; queueUrl: string },
+  env: NodeJS.ProcessEnv,
+): Record<string, string> {
+  return {
+    TOOL_LEDGER_LOCAL: 'true',
+    TOOL_LEDGER_AUTH: 'tokens',
+    TOOL_LEDGER_TOKENS: settings.tokensSpec,
+    TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow,
+    TOOL_LEDGER_DATA_DIR: settings.dataDir,
+    TOOL_LEDGER_WORKSPACE_DIR: settings.workspaceDir,
+    TOOL_LEDGER_DYNAMODB_ENDPOINT: endpoints.dynamo,
+    TOOL_LEDGER_SQS_ENDPOINT: endpoints.sqs,
+    TOOL_LEDGER_TABLE_NAME: settings.tableName,
+    TOOL_LEDGER_QUEUE_URL: endpoints.queueUrl,
+    TOOL_LEDGER_QUEUE_TENANTS: JSON.stringify(settings.tenants),
+    AWS_REGION: env.AWS_REGION ?? 'us-east-1',
+    // EMF lines on stdout are CloudWatch's input format, noise in a terminal: off unless asked for.
+    POWERTOOLS_METRICS_DISABLED: env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED:
+      env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ?? 'true',
+  };
+}
+
+/**
+ * Starts the emulators, creates the table and queues, sets `process.env` for the handlers, imports
+ * them, and starts the HTTP server and both loops.
+ *
+ * @example
+ * ```ts
+ * const stack = await startStack(loadLocalSettings(process.env));
+ * console.log(stack.apiUrl);
+ * await stack.stop(30_000);
+ * ```
+ */
+export async function startStack(settings: LocalSettings): Promise<RunningStack> {
+  const started: { stop(): Promise<unknown> }[] = [];
+  const stopStarted = async () => {
+    for (const part of started.reverse()) await part.stop().catch(() => undefined);
+  };
+  try {
+    await mkdir(settings.workspaceDir, { recursive: true });
+    const dynamo: LocalDynamo = await startLocalDynamo({
+      path: settings.ledgerDir,
+      port: settings.dynamoPort,
+      tableName: settings.tableName,
+    });
+    started.push(dynamo);
+    const sqs: LocalSqs = await startLocalSqs(settings.sqsPort);
+    started.push(sqs);
+    const queues = await createWorkQueues(sqs.client, {
+      name: WORK_QUEUE_NAME,
+      visibilityTimeoutSeconds: (6 * EXECUTOR_FUNCTION.timeoutMs) / 1000,
+      maxReceiveCount: MAX_RECEIVE_COUNT,
+    });
+    Object.assign(
+      process.env,
+      handlerEnvironment(
+        settings,
+        { dynamo: dynamo.endpoint, sqs: sqs.endpoint, queueUrl: queues.queueUrl },
+        process.env,
+      ),
+    );
+    const [api, executor, reconciler] = await Promise.all([
+      import('../handlers/api'),
+      import('../handlers/executor'),
+      import('../handlers/reconciler'),
+    ]);
+    const http = new HttpAdapter(api.handler, API_FUNCTION);
+    const port = await http.listen(settings.port);
+    started.push({ stop: () => http.close(0) });
+    const executorLoop = new ExecutorLoop({
+      client: sqs.client,
+      queueUrl: queues.queueUrl,
+      queueArn: queues.queueArn,
+      handler: executor.handler,
+      fn: EXECUTOR_FUNCTION,
+    });
+    const reconcilerLoop = new ReconcilerLoop(
+      reconciler.handler,
+      reconcilerFunction(settings.reconcileEveryMs),
+      settings.reconcileEveryMs,
+    );
+    executorLoop.start();
+    reconcilerLoop.start();
+    return {
+      apiUrl: `http://127.0.0.1:${port}`,
+      sqsEndpoint: sqs.endpoint,
+      dynamoEndpoint: dynamo.endpoint,
+      queues,
+      tableName: settings.tableName,
+      async stop(graceMs) {
+        // New work stops first; then what is running may finish (it commits to the ledger, which is
+        // still up); the emulators go last.
+        const results = await Promise.all([
+          http.close(graceMs),
+          executorLoop.stop(graceMs),
+          reconcilerLoop.stop(graceMs),
+        ]);
+        await sqs.stop();
+        await dynamo.stop();
+        return results.every(Boolean);
+      },
+    };
+  } catch (error) {
+    await stopStarted();
+    throw error;
+  }
+}

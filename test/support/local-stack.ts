@@ -1,0 +1,198 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Local mode (`npm start`) as a child process for end-to-end tests: started in its own process group
+ * on free ports, awaited through its ready line (never a sleep), and killed as a whole group, so no
+ * process outlives the test file.
+ */
+
+/** SPEC §10's ready line, exactly. */
+export const READY_LINE =
+  /^tool-ledger ready api=(http:\/\/127\.0\.0\.1:\d+) sqs=(http:\/\/127\.0\.0\.1:\d+) queue=(\S+) dynamodb=(http:\/\/127\.0\.0\.1:\d+) table=(\S+)$/;
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSX_CLI = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+
+/** Groups still running in this worker, killed when it exits whatever happened to the test. */
+const live = new Set<number>();
+process.once('exit', () => {
+  for (const pgid of live) killGroup(pgid, 'SIGKILL');
+});
+
+/** How a stack process ended. */
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A running local stack. */
+export interface LocalStackProcess {
+  /** The ready line as printed. */
+  readyLine: string;
+  api: string;
+  sqs: string;
+  queueUrl: string;
+  dynamodb: string;
+  table: string;
+  dataDir: string;
+  /** Process group ID (= the child's PID). */
+  pgid: number;
+  /** Everything printed so far, stdout and stderr interleaved, for failure messages. */
+  output(): string;
+  /** stdout lines printed so far. */
+  stdoutLines(): string[];
+  /** Resolves when the child exits. */
+  exited: Promise<ExitStatus>;
+  /** SIGTERM to the group; waits for the exit (SIGKILL after `boundMs`). */
+  stop(boundMs?: number): Promise<ExitStatus>;
+  /** SIGKILL to the whole group; resolves once no process of the group is left. */
+  kill(): Promise<void>;
+}
+
+/** Options of {@link startLocalStack}. */
+export interface StartOptions {
+  /** `TOOL_LEDGER_DATA_DIR` (a temp folder the test owns). */
+  dataDir: string;
+  /** More environment for the stack. */
+  env?: Record<string, string>;
+  /** Longest wait for the ready line. @default 60000 */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Starts `tsx functions/local/main.ts` with `PORT=0` and waits for its ready line.
+ *
+ * @example
+ * ```ts
+ * const stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '200' } });
+ * await fetch(`${stack.api}/v1/tools`, { headers: { authorization: 'Bearer dev-token' } });
+ * await stack.kill();
+ * ```
+ */
+export async function startLocalStack(options: StartOptions): Promise<LocalStackProcess> {
+  const child = spawn(process.execPath, [TSX_CLI, 'functions/local/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: '0',
+      TOOL_LEDGER_DATA_DIR: options.dataDir,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      ...options.env,
+    },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const pgid = child.pid;
+  if (pgid === undefined) throw new Error('local stack did not start');
+  live.add(pgid);
+  const exited = new Promise<ExitStatus>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let output = '';
+  const lines: string[] = [];
+  let partial = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  const ready = new Promise<RegExpExecArray>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no ready line within ${options.readyTimeoutMs ?? 60_000} ms:\n${output}`)),
+      options.readyTimeoutMs ?? 60_000,
+    );
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      output += text;
+      partial += text;
+      const parts = partial.split('\n');
+      partial = parts.pop() ?? '';
+      for (const line of parts) {
+        lines.push(line);
+        const match = READY_LINE.exec(line);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match);
+        }
+      }
+    });
+    void exited.then((status) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`local stack exited (${status.code ?? status.signal}) before it was ready:\n${output}`),
+      );
+    });
+  });
+  let match: RegExpExecArray;
+  try {
+    match = await ready;
+  } catch (error) {
+    await killAndWait(child, pgid, exited);
+    throw error;
+  }
+  return {
+    readyLine: match[0],
+    api: match[1] as string,
+    sqs: match[2] as string,
+    queueUrl: match[3] as string,
+    dynamodb: match[4] as string,
+    table: match[5] as string,
+    dataDir: options.dataDir,
+    pgid,
+    output: () => output,
+    stdoutLines: () => [...lines],
+    exited,
+    async stop(boundMs = 40_000) {
+      killGroup(pgid, 'SIGTERM');
+      let timer: NodeJS.Timeout | undefined;
+      const status = await Promise.race([
+        exited,
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), boundMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (status === undefined) {
+        await killAndWait(child, pgid, exited);
+        return exited;
+      }
+      await groupGone(pgid);
+      live.delete(pgid);
+      return status;
+    },
+    kill: () => killAndWait(child, pgid, exited),
+  };
+}
+
+/** Whether any process of the group is still alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+async function killAndWait(child: ChildProcess, pgid: number, exited: Promise<ExitStatus>): Promise<void> {
+  killGroup(pgid, 'SIGKILL');
+  if (child.exitCode === null && child.signalCode === null) await exited;
+  await groupGone(pgid);
+  live.delete(pgid);
+}
+
+/** Waits (bounded) until the kernel has reaped every process of the group. */
+async function groupGone(pgid: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (groupAlive(pgid)) {
+    if (Date.now() > deadline) throw new Error(`process group ${pgid} still alive after SIGKILL`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
