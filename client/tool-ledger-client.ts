@@ -77,6 +77,11 @@ export interface WaitOptions {
   until?: Iterable<OperationState>;
   /** Cancels waiting. */
   signal?: AbortSignal;
+  /**
+   * Keep polling while the operation does not exist yet (404): for operations sent through the work
+   * queue, whose record appears only when the executor takes the message. @default false
+   */
+  waitForCreation?: boolean;
 }
 
 /** An operator's decision on an uncertain operation (SPEC §5, resolution route). */
@@ -238,7 +243,11 @@ export class ToolLedgerClient {
         }));
       } catch (error) {
         if (error instanceof DeadlineExceededError) throw new WaitTimeoutError(last, error);
-        throw error;
+        if (!(options.waitForCreation && error instanceof ToolLedgerRequestError && error.status === 404)) throw error;
+        const delay = backoffDelay(this.pollBackoff, poll, this.random);
+        if (this.clock.now() + delay >= deadline) throw new WaitTimeoutError(last);
+        await this.clock.sleep(delay, options.signal);
+        continue;
       }
       last = parseOperation(response);
       if (until.has(last.state)) return last;

@@ -370,6 +370,15 @@ describe('ToolLedgerClient.waitFor', () => {
     const { client } = clientFor(s);
     await expect(client.waitFor(ID)).rejects.toMatchObject({ code: 'not_found', status: 404 });
   });
+
+  it('with waitForCreation, polls through 404 until the executor has created the record', async () => {
+    const s = await serve((_, i) =>
+      i < 2 ? problem(404, 'not_found') : { status: 200, json: operationBody(ID, 'succeeded') },
+    );
+    const { client } = clientFor(s);
+    expect((await client.waitFor(ID, { waitForCreation: true })).state).toBe('succeeded');
+    expect(s.requests).toHaveLength(3);
+  });
 });
 
 describe('ToolLedgerClient operator and approver routes', () => {
