@@ -243,7 +243,8 @@ export class ToolLedgerClient {
         }));
       } catch (error) {
         if (error instanceof DeadlineExceededError) throw new WaitTimeoutError(last, error);
-        if (!(options.waitForCreation && error instanceof ToolLedgerRequestError && error.status === 404)) throw error;
+        if (!(options.waitForCreation && error instanceof ToolLedgerRequestError && error.status === 404))
+          throw error;
         const delay = backoffDelay(this.pollBackoff, poll, this.random);
         if (this.clock.now() + delay >= deadline) throw new WaitTimeoutError(last);
         await this.clock.sleep(delay, options.signal);
