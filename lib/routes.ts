@@ -35,7 +35,11 @@ export interface LedgerRoute {
   body?: BodySchema;
 }
 
-/** The API: SPEC §5. Listing the tenant's unresolved operations is operator-only. */
+/**
+ * The API: SPEC §5, plus `POST /v1/reconciliations` (run one reconciler pass now, for
+ * `tool-ledger reconcile`). Listing the tenant's unresolved operations and running a pass are
+ * operator-only.
+ */
 export const LEDGER_ROUTES: readonly LedgerRoute[] = [
   {
     method: 'POST',
@@ -69,6 +73,8 @@ export const LEDGER_ROUTES: readonly LedgerRoute[] = [
       },
     },
   },
+  // No body model: the handler takes no body (or `{}`), and a pass has no options to validate yet.
+  { method: 'POST', path: '/v1/reconciliations', roles: ['operator'] },
   { method: 'GET', path: '/v1/tools', roles: ['agent', 'approver', 'operator'] },
 ];
 

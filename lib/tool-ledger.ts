@@ -28,7 +28,7 @@ export interface TenantPrincipals {
   readonly agents?: readonly string[];
   /** May approve or reject operations that require approval. @default none */
   readonly approvers?: readonly string[];
-  /** May list unresolved operations and resolve uncertain ones. @default none */
+  /** May list unresolved operations, resolve uncertain ones and run a reconciliation pass. @default none */
   readonly operators?: readonly string[];
 }
 
@@ -262,7 +262,9 @@ export class ToolLedger extends Construct {
       environment: { ...environment, ...apiEnvironment(this, settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
     });
-    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
+    // `attention` and SendMessage also serve POST /v1/reconciliations, which runs the reconciler's pass
+    // (SendMessage is needed anyway: an approval enqueues the operation).
+    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved', 'attention']);
     this.queue.grantSendMessages(api.role);
 
     const executor = new HandlerFunction(this, 'ExecutorHandler', {
@@ -346,7 +348,10 @@ export class ToolLedger extends Construct {
     return this.ledgerApi.grant('approver', grantee);
   }
 
-  /** Allow a principal to call the operator routes: list unresolved operations, resolve them. */
+  /**
+   * Allow a principal to call the operator routes: list unresolved operations, resolve them, run a
+   * reconciliation pass now.
+   */
   grantOperator(grantee: IGrantable): Grant {
     return this.ledgerApi.grant('operator', grantee);
   }

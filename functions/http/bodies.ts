@@ -30,6 +30,12 @@ export const ResolutionBody = z.strictObject({
 });
 
 /**
+ * `POST /v1/reconciliations`: no options yet. Strict, so a field a later version adds is refused by an
+ * older server instead of silently ignored.
+ */
+export const ReconciliationBody = z.strictObject({});
+
+/**
  * Parses a request body with one of the schemas above, or throws `validation_failed` listing the
  * offending paths. Field names a caller invented are shown only when they are short and plain, and
  * values never.

@@ -11,11 +11,13 @@ import { TOOL_NAME_PATTERN } from '../domain/tool';
 import { decideApproval } from '../engine/approval';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { getOperation, listUnresolved } from '../engine/read-operations';
+import { reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { type SubmitResult, submitOperation } from '../engine/submit-operation';
+import { logger } from '../observability/logger';
 import type { ToolDescription } from '../tools/registry';
 import type { Identity, Role } from './auth';
-import { ApprovalBody, parseBody, ResolutionBody, SubmitBody } from './bodies';
+import { ApprovalBody, parseBody, ReconciliationBody, ResolutionBody, SubmitBody } from './bodies';
 import { problemResponse } from './problem';
 import type { HttpRequest } from './request';
 import { type ApiResponse, operationLocation, operationResponse, respond } from './responses';
@@ -45,7 +47,8 @@ const ANY_ROLE: readonly Role[] = ['agent', 'approver', 'operator'];
 /**
  * The HTTP API (SPEC §5), one entry per route. Reading an operation and listing tools is open to every
  * role of the tenant, because approvers and operators must see what they decide on; submitting needs
- * `agent`, approving `approver`, resolving and listing the reconciliation queue `operator`.
+ * `agent`, approving `approver`, resolving, listing the reconciliation queue and running a
+ * reconciliation pass `operator`.
  */
 export const ROUTES: readonly Route[] = [
   {
@@ -76,6 +79,13 @@ export const ROUTES: readonly Route[] = [
     pattern: '/v1/operations/{id}/resolution',
     roles: ['operator'],
     handle: resolve,
+  },
+  {
+    name: 'POST /v1/reconciliations',
+    method: 'POST',
+    pattern: '/v1/reconciliations',
+    roles: ['operator'],
+    handle: reconcileNow,
   },
   { name: 'GET /v1/tools', method: 'GET', pattern: '/v1/tools', roles: ANY_ROLE, handle: tools },
 ];
@@ -206,6 +216,47 @@ async function list({ deps, request, identity }: RouteContext): Promise<ApiRespo
   return respond(200, {
     operations: page.items.map((record) => toView(record)),
     next_cursor: page.cursor ?? null,
+  });
+}
+
+/**
+ * `POST /v1/reconciliations`: one reconciler pass now (not in SPEC §5; it serves `tool-ledger
+ * reconcile`). The pass is the scheduled reconciler's own {@link reconcilePass}, so it is global: it
+ * reads the attention index of every tenant, because that index is sharded by key hash, not by tenant.
+ * That is safe to offer an operator of any tenant: it only does what the next scheduled tick would do
+ * a little later, every decision is a conditional write (a pass racing the schedule skips what the
+ * other already did), it never calls `execute`, and the answer holds counts only, never an operation
+ * ID, tenant, argument or result. The body, if any, must be an empty JSON object.
+ *
+ * ```
+ * 200 {"shards":[{"shard":"s000","read":4,"acted":2},…],"read":9,"pages":8,"actions":{"requeued":2},"skipped":0}
+ * ```
+ */
+async function reconcileNow({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
+  request.query([]);
+  const body = request.event.body;
+  if (body !== null && body !== undefined && body.length > 0)
+    parseBody(ReconciliationBody, request.jsonBody());
+  const shards: ShardProgress[] = [];
+  const started = Date.now();
+  const summary = await reconcilePass(deps, req, { onShard: (progress) => shards.push({ ...progress }) });
+  // Who asked, for the audit trail; counts only, as the scheduled pass logs them.
+  logger.info('reconcile pass on request', {
+    tenant: identity.tenant,
+    principal: identity.principal,
+    request_id: req.requestId,
+    read: summary.read,
+    pages: summary.pages,
+    skipped: summary.skipped,
+    actions: summary.actions,
+    duration_ms: Date.now() - started,
+  });
+  return respond(200, {
+    shards,
+    read: summary.read,
+    pages: summary.pages,
+    actions: summary.actions,
+    skipped: summary.skipped,
   });
 }
 

@@ -279,6 +279,28 @@ describe('least privilege', () => {
     expect(policyOf('reconciler')).not.toContain('dynamodb:PutItem table');
     expect(policyOf('reconciler')).toContain('dynamodb:Query index');
   });
+
+  it('lets the API query the attention index and send work, since POST /v1/reconciliations runs a pass', () => {
+    const queriedIndexes = (kind: 'HTTP API' | 'SQS executor' | 'reconciler') => {
+      const role = (lambda(kind).props.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      const policy = Object.values(ofType('AWS::IAM::Policy')).find((p) =>
+        JSON.stringify(p.Properties.Roles).includes(role),
+      )!;
+      const statements = (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+      return statements
+        .filter((s) => asArray(s.Action).includes('dynamodb:Query'))
+        .flatMap((s) => [...JSON.stringify(s.Resource).matchAll(/\/index\/([a-z]+)/g)].map((m) => m[1]))
+        .sort();
+    };
+    expect(queriedIndexes('HTTP API')).toEqual(['attention', 'unresolved']);
+    expect(queriedIndexes('reconciler')).toEqual(['attention']);
+    expect(queriedIndexes('SQS executor')).toEqual([]);
+    expect(routesOf('operator').map((r) => `${r.method} ${r.path}`)).toContain('POST /v1/reconciliations');
+    expect(routesOf('agent').map((r) => `${r.method} ${r.path}`)).not.toContain('POST /v1/reconciliations');
+    expect(routesOf('approver').map((r) => `${r.method} ${r.path}`)).not.toContain(
+      'POST /v1/reconciliations',
+    );
+  });
 });
 
 describe('API', () => {

@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ROUTES } from '../../functions/http/routes';
+import { LEDGER_ROUTES } from '../../lib/routes';
+import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { ScriptedTool } from '../support/harness';
+import { type TestApi, testApi } from './support';
+
+/**
+ * `POST /v1/reconciliations`: one reconciler pass on an operator's request (what `tool-ledger
+ * reconcile` calls). It is the scheduled pass itself, so these tests check the route's contract:
+ * who may call it, what it answers, and that it acts exactly as a scheduled pass would.
+ */
+
+let db: DynaliteHandle;
+let tool: ScriptedTool;
+let approvalTool: ScriptedTool;
+let api: TestApi;
+
+beforeAll(async () => {
+  db = await startDynalite();
+});
+afterAll(async () => {
+  await db.stop();
+});
+beforeEach(async () => {
+  tool = new ScriptedTool('test.effect');
+  approvalTool = new ScriptedTool('test.approved', { requiresApproval: true });
+  api = await testApi(db.client, [tool.tool, approvalTool.tool], { approvalTtlSeconds: 60 });
+});
+
+/** An operation left `uncertain` after its effect happened (a reset after sending). */
+async function uncertain(id: string, token = 'agent-a') {
+  tool.next({ kind: 'uncertain', code: 'reset_after_send' });
+  const res = await api.call({
+    method: 'POST',
+    path: '/v1/operations',
+    token,
+    key: id,
+    body: { tool: 'test.effect', arguments: { target: id } },
+  });
+  expect(res.body.state).toBe('uncertain');
+}
+
+function pass(token = 'operator-a', extra: { body?: unknown; query?: [string, string][] } = {}) {
+  return api.call({ method: 'POST', path: '/v1/reconciliations', token, ...extra });
+}
+
+function read(id: string, token = 'operator-a') {
+  return api.call({ path: `/v1/operations/${encodeURIComponent(id)}`, token });
+}
+
+describe('POST /v1/reconciliations', () => {
+  it('runs one pass for an operator and answers per-shard and total counts', async () => {
+    await uncertain('u-1');
+    await uncertain('u-2');
+    api.ledger.advance(10 * 60_000);
+    const res = await pass();
+    expect(res.status).toBe(200);
+    expect(res.headers['Content-Type']).toBe('application/json');
+    expect(res.headers['Cache-Control']).toBe('no-store');
+    const shards = res.body.shards as { shard: string; read: number; acted: number }[];
+    expect(shards.map((s) => s.shard)).toEqual([
+      's000',
+      's001',
+      's002',
+      's003',
+      's004',
+      's005',
+      's006',
+      's007',
+    ]);
+    expect(shards.reduce((sum, s) => sum + s.read, 0)).toBe(2);
+    expect(shards.reduce((sum, s) => sum + s.acted, 0)).toBe(2);
+    expect(res.body).toMatchObject({ read: 2, skipped: 0, actions: { reconciled_applied: 2 } });
+    expect(res.body.pages).toBeGreaterThanOrEqual(8);
+    expect(Object.keys(res.body).sort()).toEqual(['actions', 'pages', 'read', 'shards', 'skipped']);
+    for (const id of ['u-1', 'u-2']) {
+      expect((await read(id)).body).toMatchObject({ state: 'succeeded', reconciled: true });
+    }
+    // The pass never runs the effect again: one execute per operation, ever.
+    expect(tool.starts).toHaveLength(2);
+  });
+
+  it('acts as the scheduled pass does: a second pass finds nothing left, an expired approval is rejected', async () => {
+    const submitted = await api.call({
+      method: 'POST',
+      path: '/v1/operations',
+      key: 'needs-approval',
+      body: { tool: 'test.approved', arguments: { target: 'x' } },
+    });
+    expect(submitted.body.state).toBe('awaiting_approval');
+    expect((await pass()).body).toMatchObject({ read: 0, actions: {} });
+    api.ledger.advance(61_000);
+    const res = await pass();
+    expect(res.body).toMatchObject({ read: 1, actions: { approval_expired: 1 } });
+    expect((await read('needs-approval')).body).toMatchObject({
+      state: 'rejected',
+      error: { code: 'approval_expired' },
+    });
+    expect((await pass()).body).toMatchObject({ read: 0, actions: {} });
+    expect(approvalTool.starts).toHaveLength(0);
+  });
+
+  it('agents and approvers get 403 forbidden and nothing is decided', async () => {
+    await uncertain('u-1');
+    api.ledger.advance(10 * 60_000);
+    for (const token of ['agent-a', 'approver-a', 'agent-b']) {
+      const res = await pass(token);
+      expect(res.status).toBe(403);
+      expect(res.body.code).toBe('forbidden');
+    }
+    expect((await read('u-1')).body.state).toBe('uncertain');
+  });
+
+  it('needs credentials (401)', async () => {
+    const res = await pass(null as unknown as string);
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('unauthenticated');
+  });
+
+  it('is global: another tenant’s operator drives every tenant’s records, and the answer names none of them', async () => {
+    await uncertain('acme-op', 'agent-a');
+    api.ledger.advance(10 * 60_000);
+    const res = await pass('operator-b');
+    expect(res.status).toBe(200);
+    expect(res.body.read).toBe(1);
+    expect(res.raw.body).not.toContain('acme');
+    expect((await read('acme-op')).body.state).toBe('succeeded');
+  });
+
+  it('two passes at once act on each record once: the loser of each conditional write skips it', async () => {
+    for (const id of ['c-1', 'c-2', 'c-3']) await uncertain(id);
+    api.ledger.advance(10 * 60_000);
+    const [a, b] = await Promise.all([pass(), pass('operator-b')]);
+    const applied = (r: typeof a) => (r.body.actions as Record<string, number>).reconciled_applied ?? 0;
+    expect(applied(a) + applied(b)).toBe(3);
+    for (const id of ['c-1', 'c-2', 'c-3']) {
+      expect((await read(id)).body.state).toBe('succeeded');
+      expect(
+        api.ledger.logs.filter((l) => l.operation_id === id && l.state_after === 'succeeded'),
+      ).toHaveLength(1);
+    }
+  });
+
+  it('takes no body or an empty JSON object; anything else, or a query parameter, is 400', async () => {
+    expect((await pass('operator-a', { body: {} })).status).toBe(200);
+    const withField = await pass('operator-a', { body: { tenant: 'acme' } });
+    expect(withField.status).toBe(400);
+    expect(withField.body.code).toBe('validation_failed');
+    const withQuery = await pass('operator-a', { query: [['shard', 's001']] });
+    expect(withQuery.status).toBe(400);
+    expect(withQuery.body.code).toBe('validation_failed');
+  });
+
+  it('GET is 405 with Allow: POST', async () => {
+    const res = await api.call({ path: '/v1/reconciliations', token: 'operator-a' });
+    expect(res.status).toBe(405);
+    expect(res.headers.Allow).toBe('POST');
+  });
+});
+
+describe('the handler’s routes and the deployed routes', () => {
+  it('agree on every method, path and role (the IAM policies are built from lib/routes.ts)', () => {
+    const handler = ROUTES.map((r) => `${r.method} ${r.pattern} ${[...r.roles].sort().join('+')}`).sort();
+    const deployed = LEDGER_ROUTES.map(
+      (r) => `${r.method} ${r.path} ${[...r.roles].sort().join('+')}`,
+    ).sort();
+    expect(handler).toEqual(deployed);
+  });
+});
