@@ -30,6 +30,7 @@ const RESOURCES = [
   '/v1/operations/{id}',
   '/v1/operations/{id}/approval',
   '/v1/operations/{id}/resolution',
+  '/v1/reconciliations',
   '/v1/tools',
 ] as const;
 
