@@ -6,6 +6,7 @@ import { operationKey } from '../ledger/keys';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { type PreparedCall, prepareCall } from './prepare-call';
+import { submitReadOperation } from './read-tool-path';
 import { backoffMs } from './record-fields';
 import { runAttempt } from './run-attempt';
 import {
@@ -70,6 +71,7 @@ export async function submitOperation(
   const call = prepareCall(deps.tools, request.operationId, request.tool, request.arguments);
   const caller: Caller = { tenant: request.tenant, principal: request.principal };
   if (request.agentRunId !== undefined) caller.agentRunId = request.agentRunId;
+  if (call.tool.effect === 'read') return submitReadOperation(deps, req, call, caller);
   const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);
   if (cached) return existingRecord(deps, req, call, cached, request.mode);
 

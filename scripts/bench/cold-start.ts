@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { median } from './stats';
+
+/** Size and import time of one bundle. */
+export interface BundleFigure {
+  name: string;
+  entry: string;
+  /** Minified bytes, or undefined when the entry does not exist (yet) or failed to bundle. */
+  bytes?: number;
+  /** Median time to import the bundle in a fresh Node process, ms (executor and baseline only). */
+  importMs?: number;
+  note?: string;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+/** Inside node_modules, so the external `@aws-sdk/*` imports resolve as they do on Lambda. */
+const OUT_DIR = path.join(ROOT, 'node_modules', '.cache', 'tool-ledger-bench');
+/** The same shim lib/bundling.ts adds: ESM bundles have no `require` for CommonJS dependencies. */
+const REQUIRE_BANNER =
+  "import{createRequire as __toolLedgerRequire}from'node:module';const require=__toolLedgerRequire(import.meta.url);";
+
+const ENTRIES: readonly { name: string; entry: string; timeImport: boolean }[] = [
+  { name: 'api', entry: 'functions/handlers/api.ts', timeImport: false },
+  { name: 'executor', entry: 'functions/handlers/executor.ts', timeImport: true },
+  { name: 'reconciler', entry: 'functions/handlers/reconciler.ts', timeImport: false },
+  { name: 'Powertools idempotency handler', entry: 'scripts/bench/powertools-handler.ts', timeImport: true },
+];
+
+/**
+ * Bundles each Lambda entry the way the CDK ships it (esbuild, platform node, ESM, target node22,
+ * minified, `@aws-sdk/*` external: the runtime provides the SDK; the options of lib/bundling.ts), then
+ * times `import()` of the executor bundle and of the Powertools baseline in fresh Node processes,
+ * alternating between the two.
+ */
+export async function coldStart(spawns: number): Promise<BundleFigure[]> {
+  mkdirSync(OUT_DIR, { recursive: true });
+  const figures: BundleFigure[] = [];
+  const outputs = new Map<string, string>();
+  for (const { name, entry } of ENTRIES) {
+    const absolute = path.join(ROOT, entry);
+    if (!existsSync(absolute)) {
+      figures.push({ name, entry, note: 'entry not written yet: skipped' });
+      continue;
+    }
+    const outfile = path.join(OUT_DIR, `${name.replace(/\W+/g, '-')}.mjs`);
+    try {
+      await build({
+        entryPoints: [absolute],
+        outfile,
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node22',
+        minify: true,
+        external: ['@aws-sdk/*'],
+        mainFields: ['module', 'main'],
+        banner: { js: REQUIRE_BANNER },
+        alias: { '#tool-ledger/tools': path.join(ROOT, 'functions', 'tools', 'builtin.ts') },
+        logLevel: 'silent',
+      });
+      figures.push({ name, entry, bytes: statSync(outfile).size });
+      outputs.set(name, outfile);
+    } catch (error) {
+      figures.push({ name, entry, note: `bundling failed: ${(error as Error).message.split('\n')[0]}` });
+    }
+  }
+  const timed = ENTRIES.filter((e) => e.timeImport && outputs.has(e.name));
+  const samples = new Map<string, number[]>(timed.map((e) => [e.name, []]));
+  for (let i = 0; i < spawns; i++) {
+    const order = i % 2 === 0 ? timed : [...timed].reverse();
+    for (const { name } of order) {
+      const ms = await importTime(outputs.get(name) ?? '');
+      if (ms !== undefined) samples.get(name)?.push(ms);
+    }
+  }
+  for (const figure of figures) {
+    const times = samples.get(figure.name);
+    if (times && times.length > 0) figure.importMs = median(times);
+    else if (times) figure.note = 'import failed in a fresh process';
+  }
+  return figures;
+}
+
+const IMPORT_SCRIPT =
+  'const t=performance.now();await import(process.argv[1]);process.stdout.write(String(performance.now()-t));';
+
+/** Time to import a bundle in a fresh Node process, as a Lambda init would (handler not invoked). */
+function importTime(file: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', IMPORT_SCRIPT, pathToFileURL(file).href],
+      {
+        cwd: OUT_DIR,
+        env: {
+          PATH: process.env.PATH ?? '',
+          AWS_REGION: 'us-east-1',
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          TOOL_LEDGER_TABLE_NAME: 'tool-ledger',
+          IDEMPOTENCY_TABLE_NAME: 'idempotency',
+        },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+    });
+    child.on('close', (code) => {
+      const ms = Number(out);
+      resolve(code === 0 && Number.isFinite(ms) ? ms : undefined);
+    });
+  });
+}
