@@ -613,4 +613,33 @@ describe('POST /v1/operations/{id}/approval and /resolution: generated bodies', 
       );
     });
   });
+
+  it('reconciliations: any body but an empty object (or none) is 400 and runs no pass', async () => {
+    await withoutErrors(async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          jsonTreeArb(3),
+          defectArb,
+          fc.nat(),
+          fc.boolean(),
+          async (tree, defect, at, plant) => {
+            const isEmptyObject =
+              tree !== null &&
+              typeof tree === 'object' &&
+              !Array.isArray(tree) &&
+              Object.keys(tree).length === 0;
+            if (isEmptyObject && !plant) return;
+            const text = plant ? writeJson({ pass: tree }, defect, at) : writeJson(tree);
+            const before = await stored(uncertain.id);
+            await refused({ method: 'POST', path: '/v1/reconciliations', token: 'operator-a', body: text }, [
+              'validation_failed',
+            ]);
+            // A pass would have reconciled the uncertain operation (its effect happened).
+            expect(await stored(uncertain.id)).toEqual(before);
+          },
+        ),
+        { numRuns: runs(0.3) },
+      );
+    });
+  });
 });

@@ -208,6 +208,23 @@ const ROUTES: RouteCase[] = [
     },
   },
   {
+    name: 'POST /v1/reconciliations',
+    request: async () => {
+      await operation('uncertain');
+      return { method: 'POST', path: '/v1/reconciliations', body: {} };
+    },
+    expected: {
+      'agent-a': 403,
+      'approver-a': 403,
+      'operator-a': 200,
+      'all-a': 200,
+      'agent-b': 403,
+      'approver-b': 403,
+      'operator-b': 200,
+      none: 401,
+    },
+  },
+  {
     name: 'GET /v1/tools',
     request: async () => ({ path: '/v1/tools' }),
     expected: {

@@ -225,6 +225,27 @@ describe('two tenants, the same operation IDs', () => {
   });
 });
 
+describe('POST /v1/reconciliations (a global pass any tenant’s operator may start)', () => {
+  it('answers counts only: nothing of another tenant’s operations, and their outcome is what the schedule would decide', async () => {
+    effect.reconcileVerdict = 'applied';
+    effect.next({ kind: 'uncertain', code: 'lost' });
+    await submit('op-1', 'test.effect', 'secret-of-a', 'agent-a');
+    const res = await api.call({
+      method: 'POST',
+      path: '/v1/reconciliations',
+      token: 'operator-b',
+      body: {},
+    });
+    expect(res.status).toBe(200);
+    const text = JSON.stringify(res.body);
+    for (const leak of ['op-1', 'acme', 'secret-of-a', 'arguments_digest', 'v1:'])
+      expect(text).not.toContain(leak);
+    const a = await api.call({ path: path('op-1'), token: 'operator-a' });
+    expect(a.body).toMatchObject({ state: 'succeeded', reconciled: true });
+    expect(effect.effectsOf('op-1')).toBe(1);
+  });
+});
+
 describe('record keys', () => {
   it('are injective: no tenant and operation ID share a key with any other pair, whatever the ID contains', () => {
     const tenant = fc.stringMatching(TENANT_PATTERN);
