@@ -19,6 +19,9 @@ import { ScriptedTool } from '../support/harness';
 /** How many cases each property runs: a few hundred in CI, more with `FUZZ_RUNS=5000`. */
 export const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 
+/** Per-test time limit: the suite default, stretched for long runs (`FUZZ_RUNS`). */
+export const FUZZ_TEST_TIMEOUT_MS = Math.max(30_000, RUNS * 400);
+
 /** A property's share of {@link RUNS} (some properties are slower per case). */
 export function runs(fraction = 1): number {
   return Math.max(20, Math.round(RUNS * fraction));

@@ -1,9 +1,17 @@
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ErrorCode } from '../../functions/domain/errors';
 import { captureOutput, type TestRequest } from '../http/support';
-import { errorLines, expectRefusal, type FuzzApi, runs, startFuzzApi, WEBHOOK_ORIGIN } from './fuzz-api';
+import {
+  errorLines,
+  expectRefusal,
+  FUZZ_TEST_TIMEOUT_MS,
+  type FuzzApi,
+  runs,
+  startFuzzApi,
+  WEBHOOK_ORIGIN,
+} from './fuzz-api';
 import { BAD_NUMBERS, defectArb, type Json, jsonTreeArb, NON_UTF8, writeJson } from './hostile-json';
 
 /**
@@ -13,6 +21,8 @@ import { BAD_NUMBERS, defectArb, type Json, jsonTreeArb, NON_UTF8, writeJson } f
  * when it answers a 5xx). test/http/hostile-input.test.ts holds the hand-picked cases; these are the
  * generated ones around them.
  */
+
+vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
 let fuzz: FuzzApi;
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ErrorCode } from '../../functions/domain/errors';
 import { captureOutput } from '../http/support';
 import {
@@ -7,6 +7,7 @@ import {
   errorLines,
   expectRefusal,
   expectSafeHeaders,
+  FUZZ_TEST_TIMEOUT_MS,
   type FuzzApi,
   type RawRequest,
   runs,
@@ -19,6 +20,8 @@ import {
  * machinery), and query-string abuse of the listing route. Events are built as the Lambda runtime
  * delivers them (JSON-parsed), in every shape API Gateway or local mode may produce.
  */
+
+vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
 let fuzz: FuzzApi;
 

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { operationKey } from '../../functions/ledger/keys';
 import { captureOutput } from '../http/support';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type ExecutorHarness, executorHarness, jsonLines, sqsRecord } from './executor-harness';
-import { runs } from './fuzz-api';
+import { FUZZ_TEST_TIMEOUT_MS, runs } from './fuzz-api';
 import { BAD_NUMBERS, defectArb, type Json, jsonTreeArb, writeJson } from './hostile-json';
 
 /**
@@ -33,6 +33,8 @@ const POISON_CODES = [
 
 /** Planted in every malformed message: it must never appear in a log line. */
 const CANARY = 'CANARY-sqs-5b1e';
+
+vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
 let db: DynaliteHandle;
 let effect: ScriptedTool;
