@@ -86,6 +86,13 @@ export interface OperationRecord {
   reconciled?: boolean;
   /** How many times the reconciler asked the tool and got `unknown`. */
   reconcile_checks?: number;
+  /** How many times the reconciler re-sent the work message of a `queued` record. */
+  requeue_count?: number;
+  /**
+   * An earlier attempt's outcome was uncertain and the operation was retried only because the target
+   * dedupes on the downstream key: the effect may have happened even if later attempts fail.
+   */
+  maybe_applied?: boolean;
   late_outcome?: LateOutcome;
   history?: HistoryEntry[];
 }

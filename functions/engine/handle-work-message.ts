@@ -14,7 +14,10 @@ const messageSchema = z
     tenant: z.string().min(1),
     tool: z.string(),
     arguments: z.record(z.string(), z.unknown()),
-    agent_run_id: z.string().max(255).optional(),
+    agent_run_id: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,255}$/)
+      .optional(),
     not_after: z.iso.datetime({ offset: true }).optional(),
   })
   .strict();

@@ -111,7 +111,11 @@ async function decide(deps: LedgerDeps, req: RequestContext, record: OperationRe
     case 'uncertain':
       return reconcileUncertain(deps, req, record, tool);
     case 'queued': {
-      const deferred = await deferAttention(deps, req, record, req.now + deps.config.queuedStaleMs);
+      // A message that can never run (its tool or origin was removed) lands in the DLQ each time: back
+      // off exponentially (capped at an hour) so the record is retried cheaply, never forgotten.
+      const requeues = (record.requeue_count ?? 0) + 1;
+      const next = req.now + Math.min(deps.config.queuedStaleMs * 2 ** (requeues - 1), 3_600_000);
+      const deferred = await deferAttention(deps, req, record, next, { requeue_count: requeues });
       if (!deferred.ok) return 'skipped';
       await enqueueQuietly(deps, record);
       return 'requeued';
@@ -163,7 +167,10 @@ async function reconcileUncertain(
   let verdict: ReconcileVerdict;
   if (tool.reconcile) {
     verdict = await askTarget(record, tool, args);
-  } else if (tool.downstreamIdempotent?.(args)) {
+  } else if (tool.downstreamIdempotent?.(args) && record.attempt < record.max_attempts) {
+    // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
+    // same key is safe. Only while an attempt remains; the last one goes to an operator, since
+    // exhausting attempts would claim "ended without the effect" about an effect that may have happened.
     verdict = { status: 'not_applied' };
   } else {
     return toOperator(deps, req, record, tool, 'no_reconcile');
@@ -187,7 +194,7 @@ async function reconcileUncertain(
       expect: { states: ['uncertain'], attempt: record.attempt },
       to: 'failed_retryable',
       code: tool.reconcile ? 'reconciled_not_applied' : 'downstream_idempotent_retry',
-      set: { reconciled: true },
+      set: tool.reconcile ? { reconciled: true } : { reconciled: true, maybe_applied: true },
     });
     if (!result.ok) return 'skipped';
     deps.metrics.latency('ReconciliationLatency', tool.name, latency);

@@ -179,7 +179,9 @@ export async function exhaustAttempts(
       outcome_code: 'attempts_exhausted',
       error: {
         code: 'attempts_exhausted',
-        message: `all ${record.max_attempts} attempts ended without the effect`,
+        message: record.maybe_applied
+          ? `all ${record.max_attempts} attempts are used; an earlier attempt's outcome was uncertain, so the target may have applied it`
+          : `all ${record.max_attempts} attempts ended without the effect`,
       },
       updated_at: iso(req.now),
       ...terminalFields(record, req.now),

@@ -99,6 +99,59 @@ describe('reconciler', () => {
     expect(plain.starts).toHaveLength(1);
   });
 
+  it('a downstream-idempotent retry never exhausts into "ended without the effect": the last uncertain attempt goes to an operator', async () => {
+    const idem = new ScriptedTool('test.idem', {
+      reconcile: undefined,
+      downstreamIdempotent: () => true,
+      maxAttempts: 2,
+    });
+    idem.defaultBehaviour = { kind: 'uncertain', code: 'http_503' };
+    const ledger = testLedger(db.client, await freshTable(db.client), [idem.tool]);
+    await ledger.submit({ operationId: 'i-2', arguments: A });
+    await drive(ledger);
+    const record = await ledger.store.get(operationKey('acme', 'i-2'));
+    expect(record).toMatchObject({ state: 'needs_reconciliation', attempt: 2, maybe_applied: true });
+    expect(idem.starts).toHaveLength(2);
+  });
+
+  it('an exhausted operation that was retried after an uncertain attempt says the effect may have happened', async () => {
+    const idem = new ScriptedTool('test.idem', {
+      reconcile: undefined,
+      downstreamIdempotent: () => true,
+      maxAttempts: 2,
+    });
+    idem.next({ kind: 'uncertain', code: 'http_503' }, { kind: 'not_applied', code: 'dns_failure' });
+    const ledger = testLedger(db.client, await freshTable(db.client), [idem.tool]);
+    await ledger.submit({ operationId: 'i-3', arguments: A });
+    await drive(ledger);
+    const record = await ledger.store.get(operationKey('acme', 'i-3'));
+    expect(record).toMatchObject({
+      state: 'failed_terminal',
+      outcome_code: 'attempts_exhausted',
+      maybe_applied: true,
+    });
+    expect(record?.error?.message).toContain('may have applied');
+  });
+
+  it('a queued record whose messages keep getting lost is re-sent with exponential backoff', async () => {
+    const tool = new ScriptedTool('test.t');
+    const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool], { queuedStaleMs: 1_000 });
+    await ledger.submit({ operationId: 'q-2', arguments: A, mode: 'async' });
+    const dueTimes: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      ledger.queue.messages.splice(0);
+      const before = await ledger.store.get(operationKey('acme', 'q-2'));
+      ledger.advance((before?.attention_at ?? 0) - ledger.deps.clock() + 1);
+      await reconcilePass(ledger.deps, ledger.req());
+      const after = await ledger.store.get(operationKey('acme', 'q-2'));
+      dueTimes.push((after?.attention_at ?? 0) - ledger.deps.clock());
+      expect(after?.requeue_count).toBe(i + 1);
+      expect(ledger.queue.messages).toHaveLength(1);
+    }
+    expect(dueTimes.map((d) => Math.round(d / 1000))).toEqual([1, 2, 4, 8]);
+    expect(tool.starts).toHaveLength(0);
+  });
+
   it('a queued operation whose message was lost is enqueued again with the same operation ID', async () => {
     const tool = new ScriptedTool('test.t');
     const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);

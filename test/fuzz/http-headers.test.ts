@@ -512,12 +512,11 @@ describe('query-string abuse on the listing route, generated', () => {
   });
 
   /**
-   * KNOWN BUG (reported to the lead; `it.fails` until fixed, then make it `it`): a cursor is base64url
-   * JSON of a DynamoDB key, and a well-formed JSON object that is not a key this listing issued (another
-   * tenant's position, a wrong shape) reaches DynamoDB, whose ValidationException is answered as a 500
-   * internal_error. No record leaks (the request fails), but a bad input must be a 400.
+   * A cursor is base64url JSON of a DynamoDB key. A well-formed JSON object that is not a key this
+   * listing issued (another tenant's position, a wrong shape) once reached DynamoDB, whose
+   * ValidationException was answered as a 500; the store now checks a cursor's shape and tenant.
    */
-  it.fails('a forged cursor (other tenant’s position, wrong key shape) is 400 validation_failed, never a 5xx', async () => {
+  it('a forged cursor (other tenant’s position, wrong key shape) is 400 validation_failed, never a 5xx', async () => {
     const page = await callRaw(fuzz.api, {
       method: 'GET',
       path: '/v1/operations',
