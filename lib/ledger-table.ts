@@ -18,6 +18,9 @@ export const TABLE_SCHEMA = {
   unresolvedIndex: { name: 'unresolved', partitionKey: 'unresolved_tenant', sortKey: 'unresolved_at' },
 } as const;
 
+/** Partition-key prefix of the read-tool cache items (functions/engine/read-tool-path.ts). */
+export const READ_CACHE_KEY_PREFIX = 'tool-ledger.read#';
+
 /** DynamoDB data-plane actions, by what a handler does; never `dynamodb:*`. */
 export type TableAccess = 'GetItem' | 'PutItem' | 'UpdateItem';
 
@@ -65,6 +68,22 @@ export class LedgerTable extends Construct {
         projectionType: ProjectionType.ALL,
       });
     }
+  }
+
+  /**
+   * Allow `DeleteItem` on the read-tool cache items only (`pk` starting with `tool-ledger.read#`): the
+   * read path (Powertools idempotency) deletes its record when a read fails. Ledger operations are
+   * never deleted, and this condition makes that a property of IAM, not only of the code.
+   */
+  grantReadCacheDelete(grantee: IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['dynamodb:DeleteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${READ_CACHE_KEY_PREFIX}*`] } },
+      }),
+    );
   }
 
   /**

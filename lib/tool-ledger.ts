@@ -265,6 +265,7 @@ export class ToolLedger extends Construct {
     // `attention` and SendMessage also serve POST /v1/reconciliations, which runs the reconciler's pass
     // (SendMessage is needed anyway: an approval enqueues the operation).
     ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved', 'attention']);
+    ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
     const executor = new HandlerFunction(this, 'ExecutorHandler', {
@@ -276,6 +277,7 @@ export class ToolLedger extends Construct {
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
     });
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
+    ledgerTable.grantReadCacheDelete(executor.role);
     executor.fn.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: settings.executorBatchSize,

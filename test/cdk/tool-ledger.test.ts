@@ -12,7 +12,7 @@ import { TENANT_PATTERN } from '../../lib/settings';
 import { exampleStack, testApp } from './synth';
 
 type Resource = { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string };
-type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 
 let template: Template;
 let resources: Record<string, Resource>;
@@ -253,7 +253,16 @@ describe('least privilege', () => {
       'dynamodb:Query',
     ]);
     for (const statement of onTable) {
-      for (const action of asArray(statement.Action)) expect(allowed).toContain(action);
+      for (const action of asArray(statement.Action)) {
+        if (action === 'dynamodb:DeleteItem') {
+          // Only the read-tool cache items may be deleted; ledger operations never are.
+          expect(statement.Condition).toEqual({
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tool-ledger.read#*'] },
+          });
+          continue;
+        }
+        expect(allowed).toContain(action);
+      }
       expect(JSON.stringify(statement.Resource)).not.toContain('/index/*');
     }
   });
@@ -277,6 +286,9 @@ describe('least privilege', () => {
     expect(policyOf('SQS executor')).not.toContain('sqs:SendMessage table');
     expect(policyOf('SQS executor')).not.toContain('dynamodb:Query index');
     expect(policyOf('reconciler')).not.toContain('dynamodb:PutItem table');
+    expect(policyOf('reconciler')).not.toContain('dynamodb:DeleteItem table');
+    expect(policyOf('HTTP API')).toContain('dynamodb:DeleteItem table');
+    expect(policyOf('SQS executor')).toContain('dynamodb:DeleteItem table');
     expect(policyOf('reconciler')).toContain('dynamodb:Query index');
   });
 
