@@ -12,7 +12,9 @@ describe('arguments digest', () => {
   it('is v1: plus lowercase hex SHA-256 of the JCS form of {tool, arguments}', () => {
     const { digest, canonicalArguments } = canonicalCall('t', { b: 'é', a: 1.5e3 });
     expect(canonicalArguments).toBe('{"a":1500,"b":"é"}');
-    const expected = createHash('sha256').update('{"arguments":{"a":1500,"b":"é"},"tool":"t"}', 'utf8').digest('hex');
+    const expected = createHash('sha256')
+      .update('{"arguments":{"a":1500,"b":"é"},"tool":"t"}', 'utf8')
+      .digest('hex');
     expect(digest).toBe(`v1:${expected}`);
   });
 
@@ -23,7 +25,9 @@ describe('arguments digest', () => {
   });
 
   it('a different tool name changes the digest', () => {
-    expect(canonicalCall('webhook.post', { a: 1 }).digest).not.toBe(canonicalCall('webhook.post.v2', { a: 1 }).digest);
+    expect(canonicalCall('webhook.post', { a: 1 }).digest).not.toBe(
+      canonicalCall('webhook.post.v2', { a: 1 }).digest,
+    );
   });
 
   const iJsonValue = fc
@@ -38,7 +42,9 @@ describe('arguments digest', () => {
   });
 
   it('refuses arguments over 64 KiB canonical', () => {
-    expect(() => canonicalCall('t', { s: 'x'.repeat(MAX_CANONICAL_ARGUMENTS_BYTES) })).toThrow(PayloadTooLargeError);
+    expect(() => canonicalCall('t', { s: 'x'.repeat(MAX_CANONICAL_ARGUMENTS_BYTES) })).toThrow(
+      PayloadTooLargeError,
+    );
   });
 
   it('refuses arguments deeper than 32 levels', () => {

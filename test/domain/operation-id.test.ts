@@ -21,7 +21,9 @@ describe('Idempotency-Key parsing', () => {
     [['caf\u00e9'], 'idempotency_key_invalid'],
     [['x'.repeat(256)], 'idempotency_key_invalid'],
   ])('%j is refused with %s', (values, code) => {
-    expect(() => parseIdempotencyKey(values as string[] | undefined)).toThrow(expect.objectContaining({ code }));
+    expect(() => parseIdempotencyKey(values as string[] | undefined)).toThrow(
+      expect.objectContaining({ code }),
+    );
   });
 
   it('accepts 255 printable characters and refuses 256', () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { assertTransition, assertTransitions, isTerminal, STATES, TRANSITIONS } from '../../functions/domain/states';
+import {
+  assertTransition,
+  assertTransitions,
+  isTerminal,
+  STATES,
+  TRANSITIONS,
+} from '../../functions/domain/states';
 
 describe('the state machine', () => {
   it('has no transition out of a terminal state', () => {
@@ -17,7 +23,11 @@ describe('the state machine', () => {
       grew = false;
       for (const rule of Object.values(TRANSITIONS)) {
         if (rule.from.some((f) => reached.has(f))) {
-          for (const to of rule.to) if (!reached.has(to)) reached.add(to), (grew = true);
+          for (const to of rule.to) {
+            if (reached.has(to)) continue;
+            reached.add(to);
+            grew = true;
+          }
         }
       }
     }
@@ -29,7 +39,11 @@ describe('the state machine', () => {
     expect(() => assertTransition('record_outcome', ['pending'], 'queued')).toThrow();
     expect(() => assertTransition('reconcile', ['uncertain'], 'failed_terminal')).toThrow();
     expect(() => assertTransitions(['record_outcome'], ['uncertain'], 'succeeded')).toThrow();
-    expect(() => assertTransitions(['record_outcome', 'record_late_outcome'], ['pending', 'uncertain'], 'succeeded')).not.toThrow();
-    expect(() => assertTransitions(['record_outcome', 'record_late_outcome'], ['uncertain'], 'uncertain')).toThrow();
+    expect(() =>
+      assertTransitions(['record_outcome', 'record_late_outcome'], ['pending', 'uncertain'], 'succeeded'),
+    ).not.toThrow();
+    expect(() =>
+      assertTransitions(['record_outcome', 'record_late_outcome'], ['uncertain'], 'uncertain'),
+    ).toThrow();
   });
 });
