@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { errorClass, LedgerError, LedgerUnavailableError } from '../domain/errors';
 import { parseIJson } from '../domain/i-json';
 import { logger } from '../observability/logger';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../domain/errors';
 
 /** Printable ASCII without space, as operation IDs (SPEC §1): safe in logs and headers. */

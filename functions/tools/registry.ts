@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { UnknownToolError } from '../domain/errors';
 import { type AnyTool, TOOL_NAME_PATTERN } from '../domain/tool';
 

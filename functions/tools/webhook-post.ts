@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { LookupFunction, Socket } from 'node:net';
 import { isIP } from 'node:net';
 import canonicalize from 'canonicalize';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseIJson } from '../domain/i-json';
 import { defineTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { type AllowedOrigin, OriginPolicy } from './origin-policy';

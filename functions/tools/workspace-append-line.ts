@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { type FileHandle, lstat, readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   defineTool,
   type ReconcileVerdict,

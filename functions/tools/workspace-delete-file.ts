@@ -1,5 +1,5 @@
 import { unlink } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTool, type ReconcileVerdict, TerminalToolError } from '../domain/tool';
 import type { ToolEnvironment } from './registry';
 import {
