@@ -45,7 +45,11 @@ export async function readToolManifest(modulePath: string, env: ToolEnvironment)
   const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {} };
   for (const tool of tools) {
     manifest.names.push(tool.name);
-    if (tool.retention !== undefined) manifest.retentions[tool.name] = Duration.seconds(tool.retention);
+    // A read tool's `retention` is the lifetime of its result cache, and reads are never queued, so
+    // SPEC §8's check (a message must not outlive its record) does not apply to it.
+    if (tool.retention !== undefined && tool.effect !== 'read') {
+      manifest.retentions[tool.name] = Duration.seconds(tool.retention);
+    }
     manifest.timeouts[tool.name] = Duration.millis(tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
   }
   return manifest;

@@ -29,6 +29,7 @@ describe('retention check (SPEC §8)', () => {
       local: false,
     });
     expect(manifest.retentions['acme.audit_note']?.toDays()).toBe(7);
+    expect(manifest.retentions['acme.lookup']).toBeUndefined(); // a read tool's cache lifetime
     const attempt = () =>
       exampleStack(testApp(), {
         ledger: { toolRetentions: manifest.retentions, toolTimeouts: manifest.timeouts },
