@@ -77,7 +77,7 @@ describe('handler bundling', () => {
     const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',
     });
-    expect(JSON.parse(output)).toEqual(['acme.audit_note']);
+    expect(JSON.parse(output)).toEqual(['acme.audit_note', 'acme.lookup']);
   });
 
   it('is the same bundle scripts/size.ts measures', async () => {
