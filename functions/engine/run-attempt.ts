@@ -53,6 +53,22 @@ async function execute(
   lease: Lease,
   started: number,
 ): Promise<AttemptOutcome> {
+  // A worker that stalled between its claim and here (a GC pause, a slow DynamoDB answer) may hold an
+  // expired lease: the reconciler may already have decided this attempt and a newer one may be running.
+  // Starting now would break "an expired lease means the holder is dead", so the tool is never started
+  // at or past its deadline; the outcome is "not applied", whose commit (conditional on `pending` and
+  // this attempt) lands only if nobody has moved the record on.
+  if (deps.clock() >= lease.deadline) {
+    return {
+      state: 'failed_retryable',
+      outcomeCode: 'deadline_before_start',
+      error: {
+        code: 'deadline_before_start',
+        message: 'the attempt reached its deadline before the tool started',
+      },
+      durationMs: 0,
+    };
+  }
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {

@@ -6,9 +6,8 @@ import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynal
 import { ScriptedTool, testLedger } from '../support/harness';
 
 /**
- * Engine bugs found by the model-based test (`ledger-model.test.ts` with
- * `TOOL_LEDGER_MODEL_STALLS=all`), each reduced to its smallest schedule. These tests fail until the
- * engine is fixed; they are not expected failures.
+ * Regression tests for engine bugs found by the model-based test (`ledger-model.test.ts`), each
+ * reduced to its smallest schedule and kept here once fixed.
  */
 
 let db: DynaliteHandle;
