@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { bearerToken, ToolLedgerClient, ToolLedgerQueueSender, ToolNameMap } from '../../client';
+import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
 import { type EffectsReport, observeEffects } from './effects';
 import { type LedgerRunResult, operationIdOf, runWithLedger } from './ledger-agent';
-import { type DemoStack, killAllStacks, startDemoStack } from './local-stack';
 import { startLostResponseProxy } from './lost-response-proxy';
 import { runWithoutLedger } from './naive-agent';
 import { ACTIONS, STEPS } from './script';
@@ -59,12 +59,12 @@ async function ledgerPhase(root: string): Promise<LedgerPhase> {
   const dataDir = join(root, 'ledger-run');
   const env = { ...DEMO_ENV, TOOL_LEDGER_WEBHOOK_IDEMPOTENT: idempotent.origin };
   const transcript: string[] = [];
-  let stack: DemoStack = await startDemoStack({ dataDir, env });
+  let stack: LocalStackProcess = await startLocalStack({ dataDir, env });
   log(
     `local mode ready (pid group ${stack.pgid}); webhook receivers ${plain.origin}, ${idempotent.origin} (dedupes)`,
   );
   const proxy = await startLostResponseProxy(stack.api);
-  const sqsFor = (s: DemoStack) =>
+  const sqsFor = (s: LocalStackProcess) =>
     new SQSClient({
       endpoint: s.sqs,
       region: 'us-east-1',
@@ -87,16 +87,16 @@ async function ledgerPhase(root: string): Promise<LedgerPhase> {
       targets: { plain, idempotent },
       async crashAndRestart() {
         await stack.kill();
-        transcript.push(...stack.lines());
+        transcript.push(...stack.stdoutLines());
         sqs.destroy();
-        stack = await startDemoStack({ dataDir, env });
+        stack = await startLocalStack({ dataDir, env });
         sqs = sqsFor(stack);
         proxy.setUpstream(stack.api);
       },
       say: log,
     });
     await stack.stop();
-    transcript.push(...stack.lines());
+    transcript.push(...stack.stdoutLines());
     const ids = new Set(ACTIONS.map(operationIdOf));
     return {
       result,

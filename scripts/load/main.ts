@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { type LocalStackProcess, startLocalStack } from '../../test/support/local-stack';
+import { type LocalStackProcess, startLocalStack } from '../local-stack';
 import { type ApiTarget, type CallOutcome, type CallSample, requestUntilListening } from './client';
 import { observeEffects } from './effects';
 import { type LoadOptions, LoadOptionsError, parseLoadOptions } from './options';

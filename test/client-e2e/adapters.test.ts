@@ -14,10 +14,10 @@ import {
   type ToolResultEnvelope,
 } from '../../client';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/demo/webhook-target';
+import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import anthropicFixture from '../fixtures/anthropic-message.json';
 import chatFixture from '../fixtures/openai-chat-completion.json';
 import responsesFixture from '../fixtures/openai-responses.json';
-import { groupAlive, type LocalStackProcess, startLocalStack } from '../support/local-stack';
 
 /**
  * The model adapters end to end (issue 9): the hand-written provider responses of test/fixtures run

@@ -12,7 +12,7 @@ import {
   ToolLedgerRequestError,
 } from '../../client';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/demo/webhook-target';
-import { groupAlive, type LocalStackProcess, startLocalStack } from '../support/local-stack';
+import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 
 /**
  * `ToolLedgerQueueSender` end to end against local mode's work queue (issue 9, SPEC §6): SQS delivers

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupAlive, type LocalStackProcess, READY_LINE, startLocalStack } from '../support/local-stack';
+import { groupAlive, type LocalStackProcess, READY_LINE, startLocalStack } from '../../scripts/local-stack';
 import { getOperation, postOperation, rawRequest, send } from './api-client';
 import { startWebhookTarget, type WebhookTarget } from './webhook-target';
 

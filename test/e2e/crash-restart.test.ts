@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupAlive, type LocalStackProcess, startLocalStack } from '../support/local-stack';
+import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { getOperation, postOperation, waitForOperation } from './api-client';
 import { startWebhookTarget, type WebhookTarget } from './webhook-target';
 

@@ -8,7 +8,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupAlive, type LocalStackProcess, startLocalStack } from '../support/local-stack';
+import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { getOperation, postOperation, waitForOperation } from './api-client';
 import { startWebhookTarget, type WebhookTarget } from './webhook-target';
 

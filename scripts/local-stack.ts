@@ -2,17 +2,17 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /**
- * Local mode (`npm start`) as a child process for end-to-end tests: started in its own process group
- * on free ports, awaited through its ready line (never a sleep), and killed as a whole group, so no
- * process outlives the test file.
+ * Local mode (`npm start`) as a child process, for end-to-end tests, the demo and the load test:
+ * started in its own process group on free ports, awaited through its ready line (never a sleep), and
+ * killed as a whole group, so no process outlives its caller.
  */
 
 /** SPEC §10's ready line, exactly. */
 export const READY_LINE =
   /^tool-ledger ready api=(http:\/\/127\.0\.0\.1:\d+) sqs=(http:\/\/127\.0\.0\.1:\d+) queue=(\S+) dynamodb=(http:\/\/127\.0\.0\.1:\d+) table=(\S+)$/;
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TSX_CLI = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const TSX_CLI = fileURLToPath(new URL('../node_modules/tsx/dist/cli.mjs', import.meta.url));
 
 /** Groups still running in this worker, killed when it exits whatever happened to the test. */
 const live = new Set<number>();
@@ -161,6 +161,23 @@ export async function startLocalStack(options: StartOptions): Promise<LocalStack
     },
     kill: () => killAndWait(child, pgid, exited),
   };
+}
+
+/**
+ * SIGKILLs every stack this process started that is still running, and resolves once their groups are
+ * gone (bounded): for a script interrupted by Ctrl-C, which must leave no process behind.
+ *
+ * @example
+ * ```ts
+ * process.once('SIGINT', () => void killAllStacks().finally(() => process.exit(130)));
+ * ```
+ */
+export async function killAllStacks(boundMs = 5_000): Promise<void> {
+  for (const pgid of live) killGroup(pgid, 'SIGKILL');
+  const deadline = Date.now() + boundMs;
+  while ([...live].some(groupAlive) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** Whether any process of the group is still alive. */
