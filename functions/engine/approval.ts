@@ -78,7 +78,7 @@ export async function decideApproval(
   const tool = toolOf(deps, record);
   const result = await changeState(deps, req, record, tool, {
     transition: decision === 'approve' ? 'approve' : 'reject',
-    expect: { states: ['awaiting_approval'], digest: request.argumentsDigest },
+    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: request.argumentsDigest },
     to: decision === 'approve' ? 'queued' : 'rejected',
     code: decision === 'approve' ? 'approved' : 'approval_rejected',
     set: { approval },

@@ -167,10 +167,10 @@ async function reconcileUncertain(
   let verdict: ReconcileVerdict;
   if (tool.reconcile) {
     verdict = await askTarget(record, tool, args);
-  } else if (tool.downstreamIdempotent?.(args) && record.attempt < record.max_attempts) {
+  } else if (tool.downstreamIdempotent?.(args)) {
     // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
-    // same key is safe. Only while an attempt remains; the last one goes to an operator, since
-    // exhausting attempts would claim "ended without the effect" about an effect that may have happened.
+    // same key is safe (SPEC §7). The record remembers it (`maybe_applied`), so that if attempts run
+    // out the stored error says the effect may have happened rather than "ended without the effect".
     verdict = { status: 'not_applied' };
   } else {
     return toOperator(deps, req, record, tool, 'no_reconcile');

@@ -55,7 +55,8 @@ export type Reservation =
   | { created: true; record: OperationRecord }
   | { created: false; existing: OperationRecord };
 
-const MAX_RESERVE_TRIES = 3;
+/** The first PutItem plus at most 3 more when the old item turns out absent or expired (SPEC §3). */
+const MAX_RESERVE_TRIES = 4;
 
 /**
  * Reserves a new operation in `state` (SPEC §3 step 3): one conditional PutItem; if the old item
@@ -159,6 +160,8 @@ export async function claim(
     remove: ['reconcile_checks', 'reconciled', 'resolved_by', 'error', 'outcome_by', 'outcome_code'],
   });
   if (!result.ok && result.current?.lease_owner === lease.owner && result.current.attempt === next) {
+    // Our claim landed and its response was lost: it is still one transition, logged once.
+    logLine(deps, req, result.current, record.state, 'pending', tool, { code: null });
     return { ok: true, record: result.current };
   }
   return result;
@@ -278,7 +281,13 @@ export async function recordOutcome(
       current.outcome_by === lease.owner &&
       current.state === outcome.state
     ) {
-      return current; // our earlier write landed; its response was lost
+      // Our earlier write landed and its response was lost: log and count the transition it made.
+      logLine(deps, req, current, record.state, outcome.state, tool, {
+        code: outcome.outcomeCode,
+        durationMs: outcome.durationMs,
+      });
+      if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
+      return current;
     }
     if (current.attempt > record.attempt) {
       await recordLateOutcome(deps, req, current, tool, record.attempt, outcome);

@@ -59,9 +59,10 @@ export const MARKERS_DIR = `${RESERVED_DIR}/markers`;
 /** Options of {@link workspaceAppendLine}. */
 export interface AppendLineOptions {
   /**
-   * The reconciler sees the same workspace files as every executor (local mode, or a file system
-   * shared by all functions). Only then does a missing marker prove that an attempt never appended;
-   * otherwise reconcile answers `unknown` for it. @default env.local
+   * The reconciler sees the same workspace files as every executor (a file system shared by all
+   * functions). Only then does a missing marker prove that an attempt never appended, and reconcile may
+   * answer `not_applied` for it. Off by default, as SPEC §4 says: "reconcile looks for the operation's
+   * marker, else `unknown`". @default false
    */
   sharedWorkspace?: boolean;
 }
@@ -159,7 +160,7 @@ export function workspaceAppendLine(
   env: Pick<ToolEnvironment, 'workspaceRoot' | 'local'>,
   options: AppendLineOptions = {},
 ) {
-  const sharedWorkspace = options.sharedWorkspace ?? env.local;
+  const sharedWorkspace = options.sharedWorkspace ?? false;
   return defineTool({
     name: 'workspace.append_line',
     description:

@@ -58,6 +58,9 @@ describe('DynamoDB faults', () => {
     expect(replay).toMatchObject({ kind: 'completed', replayed: true });
     expect(replay.record.result).toBe(out.record.result);
     expect(tool.effects).toHaveLength(1);
+    // The commit is one transition even though its response was lost: logged exactly once.
+    const commits = ledger.logs.filter((l) => l.state_before === 'pending' && l.state_after === 'succeeded');
+    expect(commits).toHaveLength(1);
   });
 
   it('a lost commit response with SDK retries off is retried by the engine with the same condition', async () => {

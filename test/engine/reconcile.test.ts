@@ -99,7 +99,7 @@ describe('reconciler', () => {
     expect(plain.starts).toHaveLength(1);
   });
 
-  it('a downstream-idempotent retry never exhausts into "ended without the effect": the last uncertain attempt goes to an operator', async () => {
+  it('a downstream-idempotent tool keeps retrying uncertain attempts with the same key until they run out, then says the effect may have happened', async () => {
     const idem = new ScriptedTool('test.idem', {
       reconcile: undefined,
       downstreamIdempotent: () => true,
@@ -110,7 +110,13 @@ describe('reconciler', () => {
     await ledger.submit({ operationId: 'i-2', arguments: A });
     await drive(ledger);
     const record = await ledger.store.get(operationKey('acme', 'i-2'));
-    expect(record).toMatchObject({ state: 'needs_reconciliation', attempt: 2, maybe_applied: true });
+    expect(record).toMatchObject({
+      state: 'failed_terminal',
+      outcome_code: 'attempts_exhausted',
+      attempt: 2,
+      maybe_applied: true,
+    });
+    expect(record?.error?.message).toContain('may have applied');
     expect(idem.starts).toHaveLength(2);
   });
 

@@ -120,11 +120,16 @@ describe('workspace.append_line', () => {
       expect(await tool.reconcile?.(args(), ctx)).toEqual({ status: 'unknown' });
     });
 
-    it('is not applied when the attempt has no marker at all: the intent precedes every append', async () => {
+    it('no marker at all is unknown by default (SPEC §4), and not applied only with a shared workspace', async () => {
       faults.failMarkerRename = (n) => n === 1; // the intent itself cannot be committed
       await expect(tool.execute(args(), ctx)).rejects.toMatchObject({ code: 'fs_eio' });
       await expect(content()).rejects.toMatchObject({ code: 'ENOENT' });
-      expect(await tool.reconcile?.(args(), ctx)).toEqual({ status: 'not_applied' });
+      expect(await tool.reconcile?.(args(), ctx)).toEqual({ status: 'unknown' });
+      const shared = workspaceAppendLine(
+        { workspaceRoot: dirs.root, local: true },
+        { sharedWorkspace: true },
+      );
+      expect(await shared.reconcile?.(args(), ctx)).toEqual({ status: 'not_applied' });
     });
 
     it('is unknown for a missing marker when the workspace is not shared with the reconciler', async () => {
