@@ -52,6 +52,11 @@ export function parseIdempotencyKey(values: readonly string[] | undefined): stri
   if (raw.startsWith('"')) {
     id = parseSfString(raw);
   } else {
+    // In a header, a comma separates list members: an unquoted `a,b` is two keys. An ID that contains
+    // a comma must be sent as an sf-string (`"a,b"`).
+    if (raw.includes(',')) {
+      throw new OperationIdError('idempotency_key_invalid', 'exactly one Idempotency-Key value is allowed');
+    }
     id = raw;
   }
   assertOperationId(id);

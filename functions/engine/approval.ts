@@ -63,7 +63,8 @@ export async function decideApproval(
   if (record.state !== 'awaiting_approval') {
     throw new StateChangedError('the operation is no longer awaiting approval', { state: record.state });
   }
-  if (record.requested_by === request.principal && !deps.config.allowSelfApproval) {
+  // SPEC §5 forbids approving one's own operation; withdrawing it (reject) is always allowed.
+  if (decision === 'approve' && record.requested_by === request.principal && !deps.config.allowSelfApproval) {
     throw new AccessError('self_approval', 'the requester of an operation may not approve it');
   }
   if (record.approval_deadline !== undefined && record.approval_deadline <= req.now) {

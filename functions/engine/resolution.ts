@@ -67,7 +67,7 @@ export async function resolveOperation(
   const to = TARGET[outcome];
   const record = await getOperation(deps, req, request.tenant, request.operationId);
   const attempt = request.attempt as number | undefined;
-  if (isSameResolution(record, request.principal, to, outcome)) return { record, changed: false };
+  if (isSameResolution(record, to, outcome)) return { record, changed: false };
   if (record.state !== 'uncertain' && record.state !== 'needs_reconciliation') {
     throw new StateChangedError('only uncertain or needs_reconciliation operations can be resolved', {
       state: record.state,
@@ -91,7 +91,7 @@ export async function resolveOperation(
     set,
   });
   if (!result.ok) {
-    if (result.current && isSameResolution(result.current, request.principal, to, outcome)) {
+    if (result.current && isSameResolution(result.current, to, outcome)) {
       return { record: result.current, changed: false };
     }
     throw new StateChangedError('the operation changed while it was resolved', {
@@ -101,13 +101,9 @@ export async function resolveOperation(
   return { record: result.record, changed: true };
 }
 
-function isSameResolution(
-  record: OperationRecord,
-  principal: string,
-  to: OperationState,
-  outcome: string,
-): boolean {
+/** The record already carries this resolution (by any operator): repeating it is idempotent (SPEC §5). */
+function isSameResolution(record: OperationRecord, to: OperationState, outcome: string): boolean {
   return (
-    record.state === to && record.resolved_by === principal && record.outcome_code === `resolved_${outcome}`
+    record.state === to && record.resolved_by !== undefined && record.outcome_code === `resolved_${outcome}`
   );
 }

@@ -143,7 +143,8 @@ async function existingRecord(
     return { kind: 'in_progress', record, retryAfterSeconds: 1 };
   }
   logObservation(deps, req, record, tool, `reported_${record.state}`, false);
-  return accepted(deps, record, true);
+  // Reporting a record that is still in flight is not a replay: only terminal outcomes are replayed.
+  return accepted(deps, record, false);
 }
 
 async function run(

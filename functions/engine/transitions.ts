@@ -241,6 +241,7 @@ export async function recordOutcome(
   if (terminal) {
     Object.assign(set, terminalFields(record, now));
     remove = [...UNRESOLVED_ATTRIBUTES];
+    if (outcome.state === 'succeeded' && outcome.error === undefined) remove.push('error');
   } else {
     const at = attentionFor(outcome.state, now, deps.config, { attempt: record.attempt });
     Object.assign(set, unresolvedFields(record, deps.config, at));
@@ -374,6 +375,8 @@ export async function changeState(
   if (isTerminal(change.to)) {
     Object.assign(set, terminalFields(record, req.now));
     remove = [...UNRESOLVED_ATTRIBUTES];
+    // A success leaves no error behind (an earlier uncertain attempt's code would otherwise linger).
+    if (change.to === 'succeeded' && set.error === undefined) remove.push('error');
   } else {
     const at = attentionFor(change.to, req.now, deps.config, { attempt: record.attempt });
     Object.assign(set, unresolvedFields(record, deps.config, at));

@@ -6,6 +6,7 @@ describe('Idempotency-Key parsing', () => {
     expect(parseIdempotencyKey(['"run-42"'])).toBe('run-42');
     expect(parseIdempotencyKey(['run-42'])).toBe('run-42');
     expect(parseIdempotencyKey(['"a\\"b"'])).toBe('a"b');
+    expect(parseIdempotencyKey(['"a,b"'])).toBe('a,b');
   });
 
   it.each([
@@ -15,6 +16,7 @@ describe('Idempotency-Key parsing', () => {
     [['""'], 'idempotency_key_missing'],
     [['a', 'b'], 'idempotency_key_invalid'],
     [['"a", "b"'], 'idempotency_key_invalid'],
+    [['a,b'], 'idempotency_key_invalid'],
     [['"unterminated'], 'idempotency_key_invalid'],
     [['has space'], 'idempotency_key_invalid'],
     [['" spaced"'], 'idempotency_key_invalid'],

@@ -83,6 +83,12 @@ describe('approval bound to the operation ID and digest', () => {
     expect(await approve('a-5', first.record.arguments_digest, 'agent-1')).toMatchObject({ changed: true });
   });
 
+  it('the requester may always withdraw (reject) its own operation', async () => {
+    const first = await ledger.submit({ operationId: 'a-9', arguments: { target: 'a' } });
+    const rejected = await approve('a-9', first.record.arguments_digest, 'agent-1', 'reject');
+    expect(rejected.record.state).toBe('rejected');
+  });
+
   it('reject is final; the opposite decision afterwards is state_changed, and a retry does not run', async () => {
     const first = await ledger.submit({ operationId: 'a-6', arguments: { target: 'a' } });
     const digest = first.record.arguments_digest;
@@ -146,6 +152,15 @@ describe('operator resolution', () => {
     const done = await resolve(l, 'r-1', 'applied', { result: { by: 'hand' }, attempt: 1 });
     expect(done.record).toMatchObject({ state: 'succeeded', resolved_by: 'op-1', result: '{"by":"hand"}' });
     expect(await resolve(l, 'r-1', 'applied')).toMatchObject({ changed: false });
+    // The same resolution again is 200 whoever repeats it; a success carries no stale error.
+    const again = await resolveOperation(l.deps, l.req(), {
+      tenant: 'acme',
+      principal: 'op-2',
+      operationId: 'r-1',
+      outcome: 'applied',
+    });
+    expect(again).toMatchObject({ changed: false });
+    expect(done.record.error).toBeUndefined();
     await expect(resolve(l, 'r-1', 'failed')).rejects.toMatchObject({ code: 'state_changed' });
     expect(await l.submit({ operationId: 'r-1', arguments: { target: 'a' } })).toMatchObject({
       replayed: true,

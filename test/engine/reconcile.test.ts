@@ -50,6 +50,7 @@ describe('reconciler', () => {
     await drive(ledger);
     const record = await ledger.store.get(operationKey('acme', 'u-1'));
     expect(record).toMatchObject({ state: 'succeeded', reconciled: true, attempt: 1 });
+    expect(record?.error).toBeUndefined(); // the uncertain attempt's http_503 does not linger
     expect(record?.expires_at).toBeDefined();
     expect(record?.attention_shard).toBeUndefined();
     expect(tool.starts).toHaveLength(1);

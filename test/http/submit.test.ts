@@ -113,8 +113,8 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
     expect(late.status).toBe(202);
     expect(late.headers.Location).toBe('/v1/operations/op-x');
     expect(Number(late.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
-    expect(late.body).toMatchObject({ state: 'pending', replayed: true });
-    expect(late.headers['Idempotent-Replayed']).toBe('true');
+    expect(late.body).toMatchObject({ state: 'pending', replayed: false });
+    expect(late.headers['Idempotent-Replayed']).toBeUndefined();
     await first;
     expect(tool.starts).toHaveLength(1);
   });
@@ -147,8 +147,8 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
     expect(typeof res.body.approval_deadline).toBe('string');
     const again = await api.call(post('op-a', body));
     expect(again.status).toBe(202);
-    expect(again.body).toMatchObject({ state: 'awaiting_approval', replayed: true });
-    expect(again.headers['Idempotent-Replayed']).toBe('true');
+    expect(again.body).toMatchObject({ state: 'awaiting_approval', replayed: false });
+    expect(again.headers['Idempotent-Replayed']).toBeUndefined();
     expect(approvalTool.starts).toHaveLength(0);
   });
 
@@ -159,7 +159,8 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
     expect(first.body).toMatchObject({ state: 'uncertain' });
     const again = await api.call(post('op-u'));
     expect(again.status).toBe(202);
-    expect(again.body).toMatchObject({ state: 'uncertain', replayed: true });
+    expect(again.body).toMatchObject({ state: 'uncertain', replayed: false });
+    expect(again.headers['Idempotent-Replayed']).toBeUndefined();
     expect(tool.starts).toHaveLength(1);
   });
 
