@@ -21,6 +21,23 @@ export interface TransitionLogLine {
   request_id: string;
 }
 
+/** The fields of a transition line, in SPEC §9's order: the contract that log queries rely on. */
+export const TRANSITION_LOG_FIELDS = [
+  'event_time',
+  'agent_run_id',
+  'operation_id',
+  'tool_name',
+  'arguments_digest',
+  'attempt_number',
+  'state_before',
+  'state_after',
+  'replayed',
+  'target_class',
+  'outcome_code',
+  'duration_ms',
+  'request_id',
+] as const satisfies readonly (keyof TransitionLogLine)[];
+
 /** Where transition lines go; tests pass a collecting sink. */
 export type TransitionSink = (line: TransitionLogLine) => void;
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IdempotencyConflictError, LedgerError } from '../../functions/domain/errors';
 import { operationKey } from '../../functions/ledger/keys';
+import { TRANSITION_LOG_FIELDS } from '../../functions/observability/transition-log';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
@@ -220,23 +221,7 @@ describe('logs', () => {
       [null, 'pending'],
       ['pending', 'succeeded'],
     ]);
-    expect(Object.keys(transitions[0] ?? {}).sort()).toEqual(
-      [
-        'event_time',
-        'agent_run_id',
-        'operation_id',
-        'tool_name',
-        'arguments_digest',
-        'attempt_number',
-        'state_before',
-        'state_after',
-        'replayed',
-        'target_class',
-        'outcome_code',
-        'duration_ms',
-        'request_id',
-      ].sort(),
-    );
+    expect(Object.keys(transitions[0] ?? {}).sort()).toEqual([...TRANSITION_LOG_FIELDS].sort());
     expect(ledger.logs.at(-1)).toMatchObject({ replayed: true, agent_run_id: 'run-1' });
   });
 });

@@ -1,21 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { logTransition, type TransitionLogLine } from '../../functions/observability/transition-log';
-
-const FIELDS = [
-  'event_time',
-  'agent_run_id',
-  'operation_id',
-  'tool_name',
-  'arguments_digest',
-  'attempt_number',
-  'state_before',
-  'state_after',
-  'replayed',
-  'target_class',
-  'outcome_code',
-  'duration_ms',
-  'request_id',
-];
+import {
+  logTransition,
+  TRANSITION_LOG_FIELDS,
+  type TransitionLogLine,
+} from '../../functions/observability/transition-log';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -48,7 +36,7 @@ describe('transition log line', () => {
       .map((w) => JSON.parse(w) as Record<string, unknown>)
       .find((l) => l.operation_id === 'op-1');
     expect(printed).toBeDefined();
-    for (const field of FIELDS) expect(printed).toHaveProperty(field);
+    for (const field of TRANSITION_LOG_FIELDS) expect(printed).toHaveProperty(field);
     expect(printed).toMatchObject({
       state_before: null,
       agent_run_id: null,
