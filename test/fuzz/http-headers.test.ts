@@ -55,7 +55,8 @@ async function withoutErrors(check: () => Promise<void>): Promise<void> {
 
 /**
  * The operation ID an Idempotency-Key header list names, by SPEC §1 and RFC 8941: one occurrence,
- * an sf-string (escapes `\"` and `\\` only) or a bare token, 1 to 255 characters 0x21–0x7E.
+ * an sf-string (escapes `\"` and `\\` only) or a bare token without a comma (a comma separates list
+ * members), 1 to 255 characters 0x21–0x7E.
  * Written from the SPEC, independently of functions/domain/operation-id.ts.
  */
 function expectedOperationId(values: readonly string[]): string | undefined {
@@ -66,6 +67,8 @@ function expectedOperationId(values: readonly string[]): string | undefined {
     const match = /^"((?:[^"\\]|\\["\\])*)"$/.exec(raw);
     if (!match) return undefined;
     id = (match[1] as string).replace(/\\(["\\])/g, '$1');
+  } else if (raw.includes(',')) {
+    return undefined; // in a header, an unquoted comma separates two values
   }
   return /^[\x21-\x7e]{1,255}$/.test(id) ? id : undefined;
 }

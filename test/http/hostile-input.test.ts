@@ -361,7 +361,28 @@ describe('property: arbitrary requests', () => {
           }
         },
       ),
-      { numRuns: 300 },
+      {
+        numRuns: 300,
+        // Valid calls, always tried besides the random ones, so the valid path is reached every run.
+        examples: [
+          [
+            ['POST', '/v1/operations'],
+            'valid-1',
+            'application/json',
+            { tool: 'test.effect', arguments: { target: 'a' } },
+            false,
+            'agent-a',
+          ],
+          [
+            ['POST', '/v1/operations'],
+            '"valid-2"',
+            'application/json; charset=utf-8',
+            { tool: 'test.effect', arguments: { target: 'b' } },
+            true,
+            'agent-a',
+          ],
+        ],
+      },
     );
     // The generators must reach the valid path too, or "no record unless valid" proves nothing.
     expect(created).toBeGreaterThan(0);
