@@ -6,19 +6,17 @@ import {
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { downstreamKey } from '../domain/downstream-key';
 import { IdempotencyConflictError, LedgerUnavailableError } from '../domain/errors';
 import type { OperationError, OperationRecord } from '../domain/operation';
-import type { AnyTool, ToolContext } from '../domain/tool';
+import type { AnyTool } from '../domain/tool';
 import { operationKey } from '../ledger/keys';
-import type { LedgerStore } from '../ledger/ledger-store';
-import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { PreparedCall } from './prepare-call';
-import { classify, DeadlineExceededError, sanitize } from './run-attempt';
+import { classify, sanitize } from './run-attempt';
 import type { SubmitResult } from './submit-operation';
+import { toolContext, underDeadline } from './tool-invocation';
 import { type AttemptOutcome, type Caller, newLease, targetClass } from './transitions';
 
 /**
@@ -179,7 +177,7 @@ function readRunnerFor(deps: LedgerDeps, tool: AnyTool): ReadRunner {
   if (existing) return existing;
   const persistenceStore = new ReadCachePersistence({
     tableName: deps.store.tableName,
-    awsSdkV3Client: ledgerClient(deps.store),
+    awsSdkV3Client: deps.store.client,
     keyAttr: 'pk',
     expiryAttr: 'expires_at',
   });
@@ -208,19 +206,6 @@ function cacheSeconds(tool: AnyTool): number {
   return tool.retention ?? DEFAULT_READ_CACHE_SECONDS;
 }
 
-/**
- * The DynamoDB client behind the ledger store, so that reads share its endpoint, credentials, retries
- * and middleware. A document client shares its base client's configuration and middleware stack, and
- * sends Powertools' plain commands unchanged.
- */
-function ledgerClient(store: LedgerStore): DynamoDBClient {
-  // LedgerStore keeps its clients private; `client` is preferred should it ever be exposed.
-  const inside = store as unknown as { client?: DynamoDBClient; doc?: DynamoDBClient };
-  const client = inside.client ?? inside.doc;
-  if (!client) throw new Error('the ledger store exposes no DynamoDB client');
-  return client;
-}
-
 /** Runs the tool once under the same hard deadline and abort signal as a write attempt. */
 async function runRead(
   deps: LedgerDeps,
@@ -230,32 +215,16 @@ async function runRead(
   deadlineAt: number,
 ): Promise<StoredRead> {
   const started = deps.clock();
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => {
-        const error = new DeadlineExceededError();
-        controller.abort(error);
-        reject(error);
-      },
-      Math.max(0, deadlineAt - started),
-    );
-  });
-  const ids = { operation_id: call.operationId, tool_name: call.tool.name, attempt_number: 1 };
-  const ctx: ToolContext = {
-    operationId: call.operationId,
+  const identity = {
     tenant: caller.tenant,
-    downstreamKey: downstreamKey(caller.tenant, call.operationId),
+    operationId: call.operationId,
+    toolName: call.tool.name,
     attempt: 1,
-    signal: controller.signal,
-    logger: {
-      info: (message, fields) => logger.info(message, { ...fields, ...ids }),
-      warn: (message, fields) => logger.warn(message, { ...fields, ...ids }),
-    },
   };
   try {
-    const value = await Promise.race([call.tool.execute(call.args, ctx), deadline]);
+    const value = await underDeadline(deadlineAt, deps.clock, (signal) =>
+      call.tool.execute(call.args, toolContext(identity, signal)),
+    );
     const { json, code } = sanitize(call.tool, value, call.args);
     const stored: StoredRead = {
       result: json,
@@ -269,8 +238,6 @@ async function runRead(
     return stored;
   } catch (error) {
     throw new ReadFailedError(classify(error, deps.clock() - started));
-  } finally {
-    clearTimeout(timer);
   }
 }
 

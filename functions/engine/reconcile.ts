@@ -1,13 +1,13 @@
-import { downstreamKey } from '../domain/downstream-key';
 import { errorClass } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
-import type { AnyTool, ReconcileVerdict, ToolContext } from '../domain/tool';
+import type { AnyTool, ReconcileVerdict } from '../domain/tool';
 import { allShards } from '../ledger/keys';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { backoffMs } from './record-fields';
 import { sanitize } from './run-attempt';
 import { enqueueQuietly, toolOf } from './submit-operation';
+import { toolContext, underDeadline } from './tool-invocation';
 import { changeState, deferAttention, exhaustAttempts, expireLease } from './transitions';
 
 /** What one pass did, for the CLI's progress lines and for tests. */
@@ -218,25 +218,17 @@ async function reconcileUncertain(
 }
 
 async function askTarget(record: OperationRecord, tool: AnyTool, args: unknown): Promise<ReconcileVerdict> {
-  const signal = AbortSignal.timeout(tool.timeoutMs ?? 10_000);
-  const ctx: ToolContext = {
-    operationId: record.operation_id,
+  const identity = {
     tenant: record.tenant,
-    downstreamKey: downstreamKey(record.tenant, record.operation_id),
+    operationId: record.operation_id,
+    toolName: record.tool,
     attempt: record.attempt,
-    signal,
-    logger: {
-      info: (message, fields) => logger.info(message, { ...fields, operation_id: record.operation_id }),
-      warn: (message, fields) => logger.warn(message, { ...fields, operation_id: record.operation_id }),
-    },
   };
   try {
-    const verdict = await Promise.race([
-      tool.reconcile!(args, ctx),
-      new Promise<ReconcileVerdict>((resolve) =>
-        signal.addEventListener('abort', () => resolve({ status: 'unknown' })),
-      ),
-    ]);
+    // The same hard deadline as an attempt: a target that does not answer in time is `unknown`.
+    const verdict = await underDeadline(Date.now() + (tool.timeoutMs ?? 10_000), Date.now, (signal) =>
+      tool.reconcile!(args, toolContext(identity, signal)),
+    );
     return verdict.status === 'applied' || verdict.status === 'not_applied' ? verdict : { status: 'unknown' };
   } catch (error) {
     logger.warn('reconcile check failed', {

@@ -1,28 +1,14 @@
 import { createHash } from 'node:crypto';
-import { downstreamKey } from '../domain/downstream-key';
 import { errorClass } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
-import {
-  type AnyTool,
-  NotAppliedError,
-  TerminalToolError,
-  type ToolContext,
-  UncertainOutcomeError,
-} from '../domain/tool';
+import { type AnyTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import { DeadlineExceededError, toolContext, underDeadline } from './tool-invocation';
 import { type AttemptOutcome, type Lease, recordOutcome } from './transitions';
 
 /** Largest stored result, UTF-8 bytes (SPEC §4). */
 export const MAX_RESULT_BYTES = 32 * 1024;
-
-/** Thrown into the tool's signal at the hard deadline. */
-export class DeadlineExceededError extends Error {
-  constructor() {
-    super('the attempt reached its hard deadline');
-    this.name = 'DeadlineExceededError';
-  }
-}
 
 /**
  * Runs one attempt of a claimed operation and records its outcome (SPEC §3 steps 5–7): the tool gets
@@ -69,35 +55,20 @@ async function execute(
       durationMs: 0,
     };
   }
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => {
-        // The signal carries the platform's TimeoutError (as AbortSignal.timeout does), so tools can
-        // tell a deadline from another abort; the engine itself stops waiting with its own error.
-        controller.abort(new DOMException('the attempt reached its hard deadline', 'TimeoutError'));
-        reject(new DeadlineExceededError());
-      },
-      Math.max(0, lease.deadline - deps.clock()),
-    );
-  });
-  const ctx: ToolContext = {
-    operationId: record.operation_id,
+  const identity = {
     tenant: record.tenant,
-    downstreamKey: downstreamKey(record.tenant, record.operation_id),
+    operationId: record.operation_id,
+    toolName: record.tool,
     attempt: record.attempt,
-    signal: controller.signal,
-    logger: toolLogger(record),
   };
   try {
-    const value = await Promise.race([tool.execute(args, ctx), deadline]);
+    const value = await underDeadline(lease.deadline, deps.clock, (signal) =>
+      tool.execute(args, toolContext(identity, signal)),
+    );
     const { json, code } = sanitize(tool, value, args);
     return { state: 'succeeded', outcomeCode: code, result: json, durationMs: deps.clock() - started };
   } catch (error) {
     return classify(error, deps.clock() - started);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -149,12 +120,4 @@ export function sanitize(tool: AnyTool, value: unknown, args: unknown): { json: 
     return { json: JSON.stringify({ truncated: true, size, sha256 }), code: 'succeeded' };
   }
   return { json, code: 'succeeded' };
-}
-
-function toolLogger(record: OperationRecord): ToolContext['logger'] {
-  const ids = { operation_id: record.operation_id, tool_name: record.tool, attempt_number: record.attempt };
-  return {
-    info: (message, fields) => logger.info(message, { ...fields, ...ids }),
-    warn: (message, fields) => logger.warn(message, { ...fields, ...ids }),
-  };
 }

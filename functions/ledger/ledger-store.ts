@@ -94,10 +94,13 @@ export interface LedgerStoreOptions {
  */
 export class LedgerStore {
   readonly tableName: string;
+  /** The DynamoDB client the store was built on (the read-tool path persists through it too). */
+  readonly client: DynamoDBClient;
   private readonly doc: DynamoDBDocumentClient;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
+    this.client = options.client;
     this.doc = DynamoDBDocumentClient.from(options.client, {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });
