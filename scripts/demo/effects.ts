@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import type { WebhookTarget } from '../webhook-target';
 import { actionTag, type DemoAction } from './script';
-import type { WebhookTarget } from './webhook-target';
 
 /**
  * What actually happened, read from the world rather than from anyone's report: files in the

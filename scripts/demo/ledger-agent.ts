@@ -8,6 +8,7 @@ import {
   ToolLedgerRequestError,
   type ToolNameMap,
 } from '../../client';
+import type { WebhookTarget } from '../webhook-target';
 import type { LostResponseProxy } from './lost-response-proxy';
 import {
   AGENT_RUN_ID,
@@ -17,7 +18,6 @@ import {
   STEPS,
   toolArguments,
 } from './script';
-import type { WebhookTarget } from './webhook-target';
 
 /**
  * The demo's agent with tool-ledger: every intended action gets its ID from `operationIdFor` (run,

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { bearerToken, ToolLedgerClient, ToolLedgerQueueSender, ToolNameMap } from '../../client';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
+import { startWebhookTarget } from '../webhook-target';
 import { type EffectsReport, observeEffects } from './effects';
 import { type LedgerRunResult, operationIdOf, runWithLedger } from './ledger-agent';
 import { startLostResponseProxy } from './lost-response-proxy';
 import { runWithoutLedger } from './naive-agent';
 import { ACTIONS, STEPS } from './script';
 import { renderComparison } from './table';
-import { startWebhookTarget } from './webhook-target';
 
 /**
  * `npm run demo`: one scripted agent run (no model needed) played twice against real effects, with

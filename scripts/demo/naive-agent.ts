@@ -1,8 +1,8 @@
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { WebhookTarget } from '../webhook-target';
 import type { LostResponseProxy } from './lost-response-proxy';
 import { type DemoAction, type DemoStep, type ReceiverOrigins, STEPS, toolArguments } from './script';
-import type { WebhookTarget } from './webhook-target';
 
 /**
  * The same script without tool-ledger: the agent performs each effect itself (a file write, an

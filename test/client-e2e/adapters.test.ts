@@ -13,8 +13,8 @@ import {
   ToolNameMap,
   type ToolResultEnvelope,
 } from '../../client';
-import { startWebhookTarget, type WebhookTarget } from '../../scripts/demo/webhook-target';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import anthropicFixture from '../fixtures/anthropic-message.json';
 import chatFixture from '../fixtures/openai-chat-completion.json';
 import responsesFixture from '../fixtures/openai-responses.json';

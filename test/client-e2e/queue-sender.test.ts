@@ -11,8 +11,8 @@ import {
   ToolLedgerQueueSender,
   ToolLedgerRequestError,
 } from '../../client';
-import { startWebhookTarget, type WebhookTarget } from '../../scripts/demo/webhook-target';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 
 /**
  * `ToolLedgerQueueSender` end to end against local mode's work queue (issue 9, SPEC §6): SQS delivers

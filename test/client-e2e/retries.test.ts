@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerToken, IdempotencyConflictError, operationIdFor, ToolLedgerClient } from '../../client';
 import { type LostResponseProxy, startLostResponseProxy } from '../../scripts/demo/lost-response-proxy';
-import { startWebhookTarget, type WebhookTarget } from '../../scripts/demo/webhook-target';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 
 /**
  * The client against local mode, over HTTP only (issue 9): a retry after a lost response is answered

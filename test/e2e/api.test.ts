@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupAlive, type LocalStackProcess, READY_LINE, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import { getOperation, postOperation, rawRequest, send } from './api-client';
-import { startWebhookTarget, type WebhookTarget } from './webhook-target';
 
 /**
  * The HTTP front door of local mode, end to end (issue 3): a child process started once for the file,

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import { getOperation, postOperation, waitForOperation } from './api-client';
-import { startWebhookTarget, type WebhookTarget } from './webhook-target';
 
 /**
  * `kill -9` of the whole local stack while a webhook call is in flight, then a restart on the same

@@ -9,8 +9,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import { getOperation, postOperation, waitForOperation } from './api-client';
-import { startWebhookTarget, type WebhookTarget } from './webhook-target';
 
 /**
  * The SQS front door of local mode, end to end (issue 3, SPEC §6): messages sent by the test to the

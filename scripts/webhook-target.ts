@@ -2,13 +2,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 
 /**
- * A webhook receiver on 127.0.0.1 that counts the effects it applies, so that the demo and the
- * client tests observe exactly how many times an action happened. Its path scripts a fault, once:
+ * A webhook receiver on 127.0.0.1 that counts what reaches it, so that the end-to-end tests, the
+ * client tests and the demo observe exactly how many times an action happened. Its path chooses its
+ * behaviour:
  *
  * | path | answer |
  * | --- | --- |
- * | `/ok/<name>` | 200 at once |
- * | `/slow/<ms>/<name>` | applies the effect on arrival, answers 200 after `ms` |
+ * | `/ok/<name>` (or anything else) | 200 at once |
+ * | `/status/<code>/<name>` | that status with a small JSON body (applied, as a real server may) |
+ * | `/delay/<ms>/<name>`, `/slow/<ms>/<name>` | applied on arrival, 200 after `ms` |
+ * | `/hold/<name>` | nothing until {@link WebhookTarget.release} (or the client goes away) |
  * | `/hang-once/<name>` | the first request is applied and never answered (until close); later ones at once |
  * | `/fail-once/<status>/<name>` | the first request is answered `status` without applying anything; later ones 200 |
  *
@@ -23,6 +26,8 @@ export interface TargetHit {
   path: string;
   /** The `Idempotency-Key` header as sent (an sf-string: `"…"`), if any. */
   idempotencyKey: string | undefined;
+  /** The request body, as text. */
+  body: string;
   /** Whether this request applied an effect. */
   applied: boolean;
 }
@@ -47,6 +52,8 @@ export interface WebhookTarget {
   distinctKeys(path?: string): number;
   /** Resolves at the `n`-th request to `path` (at once if it already came). */
   waitForHit(path: string, n?: number): Promise<void>;
+  /** Answers every held request to `/hold/<name>` (and later ones) with 200. */
+  release(name: string): void;
   /** Drops the counts (the fault schedule starts over too). */
   reset(): void;
   close(): Promise<void>;
@@ -67,35 +74,43 @@ export async function startWebhookTarget(options: WebhookTargetOptions = {}): Pr
   let appliedKeys = new Set<string>();
   let faulted = new Set<string>();
   let waiters: { path: string; n: number; resolve: () => void }[] = [];
-  const count = (path: string) => hits.filter((h) => h.path === path).length;
+  const held = new Map<string, ServerResponse[]>();
+  const released = new Set<string>();
   const timers = new Set<NodeJS.Timeout>();
+  const count = (path: string) => hits.filter((h) => h.path === path).length;
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
       const header = req.headers['idempotency-key'];
       const key = typeof header === 'string' ? header : undefined;
       const [, kind, arg] = path.split('/');
-      // The fault strikes the first request to a path, whatever it carries.
+      // A fault strikes the first request to a path, whatever it carries.
       const firstTime = !faulted.has(path);
       faulted.add(path);
       const failing = kind === 'fail-once' && firstTime;
       const replay = options.dedupeByKey === true && key !== undefined && appliedKeys.has(key);
       const applied = !failing && !replay;
       if (applied && key !== undefined) appliedKeys.add(key);
-      hits.push({ path, idempotencyKey: key, applied });
+      hits.push({ path, idempotencyKey: key, body: Buffer.concat(chunks).toString('utf8'), applied });
       for (const waiter of waiters.filter((w) => w.path === path && count(path) >= w.n)) {
         waiters = waiters.filter((w) => w !== waiter);
         waiter.resolve();
       }
       if (failing) return json(res, Number(arg), { error: 'scripted failure' });
       if (replay) return json(res, 200, { ok: true, replayed: true });
+      if (kind === 'status') return json(res, Number(arg), { status: Number(arg) });
       if (kind === 'hang-once' && firstTime) return; // applied, never answered
-      if (kind === 'slow') {
+      if (kind === 'hold' && !released.has(arg ?? '')) {
+        held.set(arg ?? '', [...(held.get(arg ?? '') ?? []), res]);
+        return;
+      }
+      if (kind === 'delay' || kind === 'slow') {
         const timer = setTimeout(() => {
           timers.delete(timer);
-          json(res, 200, { ok: true });
+          json(res, 200, { ok: true, delayed: true });
         }, Number(arg));
         timers.add(timer);
         return;
@@ -119,6 +134,11 @@ export async function startWebhookTarget(options: WebhookTargetOptions = {}): Pr
     waitForHit(path, n = 1) {
       if (count(path) >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ path, n, resolve }));
+    },
+    release(name) {
+      released.add(name);
+      for (const res of held.get(name) ?? []) json(res, 200, { ok: true, held: true });
+      held.delete(name);
     },
     reset() {
       hits = [];
