@@ -2,8 +2,8 @@ import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { bearerToken, ToolLedgerClient, ToolLedgerQueueSender, ToolNameMap } from '../../client';
+import { localSqsClient } from '../../functions/local/sqs-server';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
 import { startWebhookTarget } from '../webhook-target';
 import { type EffectsReport, observeEffects } from './effects';
@@ -64,12 +64,7 @@ async function ledgerPhase(root: string): Promise<LedgerPhase> {
     `local mode ready (pid group ${stack.pgid}); webhook receivers ${plain.origin}, ${idempotent.origin} (dedupes)`,
   );
   const proxy = await startLostResponseProxy(stack.api);
-  const sqsFor = (s: LocalStackProcess) =>
-    new SQSClient({
-      endpoint: s.sqs,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+  const sqsFor = (s: LocalStackProcess) => localSqsClient(s.sqs);
   let sqs = sqsFor(stack);
   try {
     const client = new ToolLedgerClient({

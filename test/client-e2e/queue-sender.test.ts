@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bearerToken,
@@ -11,6 +11,7 @@ import {
   ToolLedgerQueueSender,
   ToolLedgerRequestError,
 } from '../../client';
+import { localSqsClient } from '../../functions/local/sqs-server';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 
@@ -33,11 +34,7 @@ beforeAll(async () => {
   target = await startWebhookTarget();
   stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '500' } });
   // fauxqs's queue URLs name a host that does not resolve: the endpoint is given explicitly.
-  sqs = new SQSClient({
-    endpoint: stack.sqs,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  });
+  sqs = localSqsClient(stack.sqs);
   sender = new ToolLedgerQueueSender({ queueUrl: stack.queueUrl, tenant: 'local', sqs, maxAgeMs: 60_000 });
   client = new ToolLedgerClient({
     endpoint: stack.api,

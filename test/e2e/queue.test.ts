@@ -5,9 +5,10 @@ import {
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  SQSClient,
+  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localSqsClient } from '../../functions/local/sqs-server';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import { getOperation, postOperation, waitForOperation } from './api-client';
@@ -27,11 +28,7 @@ beforeAll(async () => {
   target = await startWebhookTarget();
   stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '500' } });
   // The queue URL names a host that does not resolve: the endpoint is always given explicitly.
-  sqs = new SQSClient({
-    endpoint: stack.sqs,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  });
+  sqs = localSqsClient(stack.sqs);
 });
 
 afterAll(async () => {
