@@ -35,6 +35,11 @@ export interface CommandContext {
   confirm?: ((question: string) => Promise<boolean>) | undefined;
   /** Epoch ms, read once per run. */
   now: number;
+  /**
+   * Resolves when a long-running command (`console`) should stop: SIGINT or SIGTERM on a terminal,
+   * whatever the caller decides in tests. Absent when nothing can stop it.
+   */
+  untilStopped?: (() => Promise<void>) | undefined;
 }
 
 /** One subcommand of `tool-ledger`. */

@@ -22,6 +22,11 @@ export interface CliIo {
   now?: () => number;
   /** Builds the API for a parsed connection; tests may hand in their own. @default `HttpOperatorApi.connect` */
   connect?: (connection: Connection) => OperatorApi | Promise<OperatorApi>;
+  /**
+   * Resolves when a long-running command should stop. The process's version listens for SIGINT and
+   * SIGTERM only once a command asks, so every other command still dies on Ctrl-C as usual.
+   */
+  untilStopped?: () => Promise<void>;
 }
 
 /**
@@ -38,6 +43,11 @@ export function processIo(): CliIo {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     env: process.env,
+    untilStopped: () =>
+      new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      }),
   };
   if (process.stdin.isTTY && process.stderr.isTTY) {
     io.confirm = async (question) => {

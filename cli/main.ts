@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { type Command, flag, type OptionsConfig, type OptionValues, outputOf, stringOption } from './command';
+import { consoleCommand } from './commands/console';
 import { approveCommand, rejectCommand } from './commands/decide';
 import { listCommand } from './commands/list';
 import { reconcileCommand } from './commands/reconcile';
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   rejectCommand,
   reconcileCommand,
   toolsCommand,
+  consoleCommand,
 ];
 
 /** Options every command accepts, before or after its name. */
@@ -109,6 +111,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       out: output,
       confirm: io.confirm,
       now: (io.now ?? Date.now)(),
+      untilStopped: io.untilStopped,
     });
     return EXIT.ok;
   } catch (error) {

@@ -42,6 +42,7 @@ function greeting(stack: RunningStack, settings: LocalSettings): string {
     `    -d '{"tool":"workspace.write_file","arguments":{"path":"hello.txt","content":"hello"}}'`,
     '',
     `Tools: curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${token}'`,
+    `Console (the reconciliation queue in a browser): npx tool-ledger console --endpoint ${stack.apiUrl} --token ${token}`,
     `Data folder: ${settings.dataDir} (delete it to start from an empty ledger). Ctrl-C stops.`,
     '',
   );
