@@ -277,7 +277,7 @@ function renderOperation(view, op, argumentsHidden, notice) {
   const panel = decisionPanel(view, op, argumentsHidden);
   view.append(
     backLink(),
-    notice ?? null,
+    ...(notice ? [notice] : []),
     h(
       'div',
       { class: 'columns' },

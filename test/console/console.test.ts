@@ -1,0 +1,390 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Operation } from '../../client/api-types';
+import { bearerToken } from '../../client/signer';
+import { ToolLedgerClient } from '../../client/tool-ledger-client';
+import { type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
+import { launchChromium } from './browser';
+import { type RunningConsole, startConsole } from './console-process';
+
+/**
+ * The operators' console in headless Chromium, against local mode started for this file: the page is
+ * driven as an operator would (links, buttons, the confirmation dialog), and what it did is checked
+ * on the API and on the target, never only on the page.
+ *
+ * With `TOOL_LEDGER_SCREENSHOTS=1` the queue and operation tests also refresh the README's screenshots
+ * (docs/images); without it they leave the committed files alone.
+ */
+
+const TOKENS = 'ops-token=local:operator+approver,agent-token=local:agent';
+const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
+const SCREENSHOTS = process.env.TOOL_LEDGER_SCREENSHOTS === '1';
+
+let dataDir: string;
+let stack: LocalStackProcess;
+let target: WebhookTarget;
+let consoleRun: RunningConsole;
+let browser: Browser;
+let agent: ToolLedgerClient;
+let operator: ToolLedgerClient;
+let seq = 0;
+
+function key(label: string): string {
+  seq += 1;
+  return `console-${label}-${seq}-${process.pid}`;
+}
+
+/** A webhook the target answers 500: the effect may have happened, so the operation is `uncertain`. */
+function failingWebhook(name: string) {
+  return {
+    tool: 'webhook.post',
+    arguments: { url: `${target.origin}/status/500/${name}`, json: { deploy: name } },
+  };
+}
+
+async function uncertainOperation(
+  label: string,
+): Promise<{ id: string; op: Operation; body: ReturnType<typeof failingWebhook> }> {
+  const id = key(label);
+  const body = failingWebhook(id);
+  const { operation, status } = await agent.call({ operationId: id, ...body });
+  expect(status).toBe(202);
+  expect(operation.state).toBe('uncertain');
+  return { id, op: operation, body };
+}
+
+/** A fresh tab that has opened the printed URL (the secret moves to the tab's session storage). */
+async function openConsole(): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1366, height: 860 } });
+  const foreign: string[] = [];
+  page.on('request', (request) => {
+    if (!request.url().startsWith(`${consoleRun.origin}/`)) foreign.push(request.url());
+  });
+  (page as Page & { foreignRequests?: string[] }).foreignRequests = foreign;
+  const listed = page.waitForResponse((r) => r.url().includes('/api/v1/operations?'));
+  await page.goto(consoleRun.url);
+  await listed;
+  return page;
+}
+
+function foreignRequests(page: Page): string[] {
+  return (page as Page & { foreignRequests?: string[] }).foreignRequests ?? [];
+}
+
+/** Opens one operation in the tab, waiting for the page's read of it. */
+async function openOperation(page: Page, id: string): Promise<void> {
+  const read = page.waitForResponse((r) => r.url().includes(`/api/v1/operations/${encodeURIComponent(id)}?`));
+  await page.goto(`${consoleRun.origin}/#/operations/${encodeURIComponent(id)}`);
+  await read;
+  await expect.poll(() => page.locator('h1').textContent()).toBe(`Operation ${id}`);
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'tool-ledger-console-'));
+  target = await startWebhookTarget();
+  stack = await startLocalStack({
+    dataDir,
+    // The reconciler stays out of the way: the tests decide when records move.
+    env: { TOOL_LEDGER_TOKENS: TOKENS, TOOL_LEDGER_RECONCILE_EVERY_MS: '3600000' },
+  });
+  agent = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken('agent-token') });
+  operator = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken('ops-token') });
+  consoleRun = await startConsole(stack.api, 'ops-token');
+  browser = await launchChromium();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (consoleRun) expect(await consoleRun.stop()).toBe(0);
+  await stack?.kill();
+  await target?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+// A browser, local mode and an executor share two busy cores with the other suites.
+describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
+  it('shows an uncertain operation in the queue with its full timeline; resolving it as applied takes it out of the queue and a replay returns the resolved result', async () => {
+    const { id, op, body } = await uncertainOperation('resolve');
+    if (SCREENSHOTS) {
+      // Company for the screenshot: an approval waiting and a second uncertain call.
+      await agent.call({
+        operationId: key('cleanup'),
+        tool: 'workspace.delete_file',
+        arguments: { path: 'old-report.txt' },
+      });
+      await uncertainOperation('notify');
+    }
+    const page = await openConsole();
+    const row = page.locator(`tr[data-operation-id="${id}"]`);
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator('.state').textContent()).toBe('uncertain');
+    expect(await row.locator('td.num').first().textContent()).toBe('1');
+    expect(await row.locator('td').first().textContent()).toBe('webhook.post');
+    if (SCREENSHOTS) await page.screenshot({ path: join(IMAGES, 'console-queue.png') });
+
+    const read = page.waitForResponse((r) =>
+      r.url().includes(`/api/v1/operations/${encodeURIComponent(id)}?`),
+    );
+    await row.getByRole('link', { name: id }).click();
+    await read;
+    await page.getByRole('heading', { name: `Operation ${id}` }).waitFor();
+    expect(await page.getByTestId('digest').textContent()).toBe(op.arguments_digest);
+
+    // Every transition on the record, in order, and nothing else.
+    const record = await getWithHistory(id);
+    const history = record.history as { from: string | null; to: string; attempt: number }[];
+    expect(history.map((e) => `${e.from ?? 'new'}>${e.to}`)).toEqual(['new>pending', 'pending>uncertain']);
+    const items = page.getByTestId('timeline').locator('li');
+    expect(await items.count()).toBe(history.length);
+    expect(
+      await items.evaluateAll((lis) =>
+        lis.map((li) => `${li.getAttribute('data-from') || 'new'}>${li.getAttribute('data-to')}`),
+      ),
+    ).toEqual(history.map((e) => `${e.from ?? 'new'}>${e.to}`));
+    if (SCREENSHOTS) await page.screenshot({ path: join(IMAGES, 'console-operation.png'), fullPage: true });
+
+    await page.getByLabel('Result to store').fill('{"checked": "by hand", "deploy": "seen"}');
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain(op.arguments_digest);
+    expect(await dialog.textContent()).toContain('Attempt: 1');
+    const resolved = page.waitForResponse((r) => r.url().endsWith('/resolution'));
+    await dialog.getByRole('button', { name: 'Resolve as applied' }).click();
+    expect((await resolved).status()).toBe(200);
+    await page.getByText('Done: the operation is now succeeded').waitFor();
+
+    const listed = page.waitForResponse((r) => r.url().includes('/api/v1/operations?'));
+    await page.getByRole('link', { name: '← Back to the queue' }).click();
+    await listed;
+    await page.locator('.summary').waitFor();
+    expect(await page.locator(`tr[data-operation-id="${id}"]`).count()).toBe(0);
+
+    const replay = await agent.call({ operationId: id, ...body });
+    expect(replay.status).toBe(201);
+    expect(replay.replayed).toBe(true);
+    expect(replay.operation).toMatchObject({
+      state: 'succeeded',
+      result: { checked: 'by hand', deploy: 'seen' },
+    });
+    expect(target.count(`/status/500/${id}`)).toBe(1);
+    expect(foreignRequests(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('an approval from the console lets the operation run exactly once', async () => {
+    const id = key('approve');
+    const name = `doomed-${id}.txt`;
+    // The file is made through the API, so it lands wherever the workspace tools keep this tenant's files.
+    const made = await agent.call({
+      operationId: key('make'),
+      tool: 'workspace.write_file',
+      arguments: { path: name, content: 'bye' },
+    });
+    expect(made.operation.state).toBe('succeeded');
+    const file = await findFile(join(dataDir, 'workspace'), name);
+    const body = { tool: 'workspace.delete_file', arguments: { path: name } };
+    const submitted = await agent.call({ operationId: id, ...body });
+    expect(submitted.operation.state).toBe('awaiting_approval');
+
+    const page = await openConsole();
+    await openOperation(page, id);
+    expect(await page.getByTestId('arguments').textContent()).toContain(name);
+    await page.getByRole('button', { name: 'Approve…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain(submitted.operation.arguments_digest);
+    const decided = page.waitForResponse((r) => r.url().endsWith('/approval'));
+    await dialog.getByRole('button', { name: 'Approve', exact: true }).click();
+    const answer = await decided;
+    expect(answer.status()).toBe(200);
+    expect(((await answer.json()) as Operation).state).toBe('queued');
+
+    const done = await agent.waitFor(id, { timeoutMs: 60_000 });
+    expect(done).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(done.result).toMatchObject({ deleted: true });
+    expect(existsSync(file)).toBe(false);
+    const history = (await getWithHistory(id)).history as { to: string }[];
+    expect(history.filter((e) => e.to === 'pending')).toHaveLength(1);
+
+    // Counting effects: a file of the same name again, and a replay of the call deletes nothing.
+    await writeFile(file, 'back');
+    const replay = await agent.call({ operationId: id, ...body });
+    expect(replay).toMatchObject({ status: 201, replayed: true });
+    expect(existsSync(file)).toBe(true);
+    await page.close();
+  });
+
+  it('a stale page (the record moved on meanwhile) shows state_changed and changes nothing', async () => {
+    const { id } = await uncertainOperation('stale');
+    const page = await openConsole();
+    await openOperation(page, id);
+
+    // Another operator resolves it while this page still shows attempt 1, uncertain.
+    const elsewhere = await operator.resolve(id, { outcome: 'failed', attempt: 1 });
+    expect(elsewhere.state).toBe('failed_terminal');
+
+    await page.getByLabel('Result to store').fill('{"late": true}');
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const answered = page.waitForResponse((r) => r.url().endsWith('/resolution'));
+    await page.getByRole('dialog').getByRole('button', { name: 'Resolve as applied' }).click();
+    expect((await answered).status()).toBe(409);
+    const problem = page.locator('.problem[data-code="state_changed"]');
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain('state_changed (409): The operation changed state');
+    expect(await problem.textContent()).toContain('now failed_terminal at attempt 1');
+
+    const after = await getWithHistory(id);
+    expect(after).toMatchObject({ state: 'failed_terminal', attempt: 1, result: null });
+    expect((after.history as unknown[]).length).toBe(3);
+    await page.close();
+  });
+
+  it('refuses requests without the secret, with a wrong one, from another Origin or with another Host', async () => {
+    const path = '/api/v1/operations';
+    expect(await raw(path, {})).toMatchObject({ status: 401, code: 'unauthenticated' });
+    expect(await raw(path, { 'x-tool-ledger-console': 'not-the-secret' })).toMatchObject({ status: 401 });
+    const secret = { 'x-tool-ledger-console': consoleRun.secret };
+    expect(await raw(path, secret)).toMatchObject({ status: 200 });
+    expect(await raw(path, { ...secret, origin: 'http://evil.example' })).toMatchObject({
+      status: 403,
+      code: 'forbidden',
+    });
+    expect(await raw(path, { ...secret, origin: stack.api })).toMatchObject({
+      status: 403,
+      code: 'forbidden',
+    });
+    // DNS rebinding: the browser believes it talks to the attacker's name and says so in Host.
+    const port = new URL(consoleRun.origin).port;
+    expect(await raw(path, { ...secret, host: `rebind.evil.example:${port}` })).toMatchObject({
+      status: 403,
+    });
+    expect(await raw('/', { host: `rebind.evil.example:${port}` })).toMatchObject({ status: 403 });
+    expect(await raw(path, { ...secret, 'sec-fetch-site': 'cross-site' })).toMatchObject({ status: 403 });
+    // Only the console's own calls are forwarded, whatever the secret.
+    expect(await raw('/api/v1/reconciliations', secret, 'POST')).toMatchObject({
+      status: 404,
+      code: 'not_found',
+    });
+    expect(await raw(path, secret, 'POST')).toMatchObject({ status: 405 });
+  });
+
+  it('a page on another origin cannot drive the forwarder, even knowing the secret', async () => {
+    const { id } = await uncertainOperation('evil');
+    const evil = await serveOtherPage();
+    try {
+      const page = await browser.newPage();
+      await page.goto(evil.url);
+      const results = await page.evaluate(
+        async ({ url, secret }) => {
+          const body = JSON.stringify({ outcome: 'applied', attempt: 1 });
+          const attempts: string[] = [];
+          const tries: RequestInit[] = [
+            // Needs a preflight (custom header, JSON): the console never allows one.
+            {
+              method: 'POST',
+              headers: { 'x-tool-ledger-console': secret, 'content-type': 'application/json' },
+              body,
+            },
+            // A "simple" request goes out without a preflight: the console refuses it by its Origin.
+            { method: 'POST', headers: { 'content-type': 'text/plain' }, body },
+            { method: 'POST', mode: 'no-cors', body },
+          ];
+          for (const init of tries) {
+            try {
+              const response = await fetch(url, init);
+              attempts.push(`answered ${response.type}`);
+            } catch (error) {
+              attempts.push(`blocked ${(error as Error).name}`);
+            }
+          }
+          return attempts;
+        },
+        {
+          url: `${consoleRun.origin}/api/v1/operations/${encodeURIComponent(id)}/resolution`,
+          secret: consoleRun.secret,
+        },
+      );
+      // The third is refused by its Origin too; its opaque answer is then withheld by
+      // Cross-Origin-Resource-Policy.
+      expect(results).toEqual(['blocked TypeError', 'blocked TypeError', 'blocked TypeError']);
+      const after = await getWithHistory(id);
+      expect(after).toMatchObject({ state: 'uncertain', attempt: 1 });
+      expect((after.history as unknown[]).length).toBe(2);
+      await page.close();
+    } finally {
+      await evil.close();
+    }
+  });
+});
+
+/** The one file of this name under `root`, wherever the tools keep a tenant's files. */
+async function findFile(root: string, name: string): Promise<string> {
+  const found = (await readdir(root, { recursive: true })).filter((entry) => entry.split('/').pop() === name);
+  expect(found).toHaveLength(1);
+  return join(root, found[0] as string);
+}
+
+async function getWithHistory(id: string): Promise<Record<string, unknown>> {
+  const response = await fetch(`${stack.api}/v1/operations/${encodeURIComponent(id)}?include=history`, {
+    headers: { authorization: 'Bearer ops-token' },
+  });
+  expect(response.status).toBe(200);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+/** One request to the console with exactly these headers (node:http, which lets a test set Host). */
+function raw(
+  path: string,
+  headers: Record<string, string>,
+  method = 'GET',
+): Promise<{ status: number; code: unknown }> {
+  const url = new URL(path, consoleRun.origin);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      {
+        method,
+        headers: { ...(method === 'POST' ? { 'content-type': 'application/json' } : {}), ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+        });
+        res.on('end', () => {
+          let code: unknown;
+          try {
+            code = (JSON.parse(text) as { code?: unknown }).code;
+          } catch {
+            code = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, code });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(method === 'POST' ? '{}' : undefined);
+  });
+}
+
+/** Another web page on this machine (another port of 127.0.0.1: the same site, another origin). */
+async function serveOtherPage(): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<!doctype html><title>elsewhere</title><p>another page</p>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
