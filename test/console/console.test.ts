@@ -248,6 +248,41 @@ describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it('works from the keyboard, and a cancelled confirmation sends nothing; counts and tools pages read the API', async () => {
+    const { id } = await uncertainOperation('keys');
+    const page = await openConsole();
+    const decisions: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST') decisions.push(request.url());
+    });
+    await openOperation(page, id);
+    await page.getByRole('button', { name: 'Resolve…' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    expect(await page.evaluate('document.activeElement && document.activeElement.id')).toBe('confirm-cancel');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    expect(decisions).toEqual([]);
+    expect(await getWithHistory(id)).toMatchObject({ state: 'uncertain', attempt: 1 });
+
+    const counted = page.waitForResponse((r) => r.url().includes('/api/v1/operations?'));
+    await page.getByRole('link', { name: 'Counts' }).click();
+    await counted;
+    const uncertainCount = page.locator('tr[data-state="uncertain"] td');
+    await uncertainCount.waitFor();
+    expect(Number(await uncertainCount.textContent())).toBeGreaterThanOrEqual(1);
+
+    await page.getByRole('link', { name: 'Tools' }).click();
+    const webhook = page.locator('section.tool', {
+      has: page.getByRole('heading', { name: 'webhook.post' }),
+    });
+    await webhook.waitFor();
+    await webhook.getByText('Arguments schema').click();
+    expect(await webhook.locator('pre').textContent()).toContain('"url"');
+    expect(foreignRequests(page)).toEqual([]);
+    await page.close();
+  });
+
   it('refuses requests without the secret, with a wrong one, from another Origin or with another Host', async () => {
     const path = '/api/v1/operations';
     expect(await raw(path, {})).toMatchObject({ status: 401, code: 'unauthenticated' });
