@@ -4,6 +4,8 @@
  */
 
 export type {
+  AnthropicContentBlockLike,
+  AnthropicInputSchema,
   AnthropicMessageLike,
   AnthropicTool,
   ToolResultBlock,
@@ -14,10 +16,12 @@ export { modelParameters, ToolNameMap } from './adapters/model-tools';
 export type {
   ChatCompletionLike,
   ChatCompletionTool,
+  ChatCompletionToolCallLike,
   ChatToolMessage,
   FunctionCallOutputItem,
   ResponsesFunctionTool,
   ResponsesLike,
+  ResponsesOutputItemLike,
 } from './adapters/openai';
 export {
   chatCompletionToolCalls,
