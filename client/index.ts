@@ -60,10 +60,6 @@ export type { OperationPosition } from './operation-id';
 export { assertOperationId, formatIdempotencyKey, operationIdFor } from './operation-id';
 export type { RequestSigner, SignableRequest } from './signer';
 export { bearerToken } from './signer';
-export type { AwsCredentialsInput, SigV4SignerOptions } from './sigv4';
-export { sigv4Signer } from './sigv4';
-export type { QueueMessage, QueueSenderOptions, QueueSendInput, QueueSendResult } from './sqs-sender';
-export { fifoIdFor, sendToQueue, ToolLedgerQueueSender } from './sqs-sender';
 export type {
   CallInput,
   CallOutcome,
