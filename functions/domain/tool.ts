@@ -95,7 +95,9 @@ type OutcomeKind = 'terminal' | 'not_applied' | 'uncertain';
 /** `instanceof` for an outcome error class: any copy's instance of the same kind, or a real subclass. */
 function isOutcome(kind: OutcomeKind, base: unknown, target: unknown, value: unknown): boolean {
   if (target !== base) return Function.prototype[Symbol.hasInstance].call(target as object, value);
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[OUTCOME_KIND] === kind;
+  return (
+    typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[OUTCOME_KIND] === kind
+  );
 }
 
 /**
