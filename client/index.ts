@@ -4,6 +4,8 @@
  */
 
 export type {
+  AnthropicContentBlockLike,
+  AnthropicInputSchema,
   AnthropicMessageLike,
   AnthropicTool,
   ToolResultBlock,
@@ -14,10 +16,12 @@ export { modelParameters, ToolNameMap } from './adapters/model-tools';
 export type {
   ChatCompletionLike,
   ChatCompletionTool,
+  ChatCompletionToolCallLike,
   ChatToolMessage,
   FunctionCallOutputItem,
   ResponsesFunctionTool,
   ResponsesLike,
+  ResponsesOutputItemLike,
 } from './adapters/openai';
 export {
   chatCompletionToolCalls,
@@ -56,10 +60,6 @@ export type { OperationPosition } from './operation-id';
 export { assertOperationId, formatIdempotencyKey, operationIdFor } from './operation-id';
 export type { RequestSigner, SignableRequest } from './signer';
 export { bearerToken } from './signer';
-export type { AwsCredentialsInput, SigV4SignerOptions } from './sigv4';
-export { sigv4Signer } from './sigv4';
-export type { QueueMessage, QueueSenderOptions, QueueSendInput, QueueSendResult } from './sqs-sender';
-export { fifoIdFor, sendToQueue, ToolLedgerQueueSender } from './sqs-sender';
 export type {
   CallInput,
   CallOutcome,

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type BundlingOptions, LogLevel, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
@@ -16,6 +17,34 @@ export const TOOLS_IMPORT = '#tool-ledger/tools';
 
 /** The repository root: handlers and the default tools module are found from here. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Lock files NodejsFunction understands, in the order it prefers them. */
+const LOCK_FILES = ['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml', 'bun.lockb'] as const;
+
+/**
+ * The project NodejsFunction bundles from: the folder holding the nearest lock file at or above this
+ * package. In this repository that is the repository itself; when tool-ledger is installed as a package
+ * it is the consumer's project (npm ships no lock file inside a package), which also holds the
+ * consumer's tools module, so both are inside the bundling root.
+ *
+ * @example
+ * ```ts
+ * const { projectRoot, lockFile } = bundlingProject(); // e.g. /home/me/infra, /home/me/infra/package-lock.json
+ * ```
+ */
+export function bundlingProject(from: string = PROJECT_ROOT): { projectRoot: string; lockFile: string } {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    for (const name of LOCK_FILES) {
+      const lockFile = path.join(dir, name);
+      if (existsSync(lockFile)) return { projectRoot: dir, lockFile };
+    }
+    if (path.dirname(dir) === dir) {
+      throw new Error(
+        `no lock file (${LOCK_FILES.join(', ')}) at or above ${from}: the Lambda bundles need one; run npm install in your project`,
+      );
+    }
+  }
+}
 
 /** The shipped tools module (SPEC §4), used when `toolsModule` is not set. */
 export const DEFAULT_TOOLS_MODULE = path.join(PROJECT_ROOT, 'functions', 'tools', 'builtin.ts');

@@ -1,11 +1,10 @@
-import path from 'node:path';
 import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { PROJECT_ROOT } from './bundling';
+import { bundlingProject } from './bundling';
 
 /**
  * One handler as a Lambda function: its own role (no AWS managed policy), its own log group with a
@@ -59,6 +58,7 @@ export class HandlerFunction extends Construct {
       removalPolicy: props.removalPolicy,
     });
     this.logGroup.grantWrite(this.role);
+    const project = bundlingProject();
     this.fn = new NodejsFunction(this, 'Function', {
       entry: props.entry,
       handler: 'handler',
@@ -73,8 +73,8 @@ export class HandlerFunction extends Construct {
       tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       retryAttempts: props.retryAttempts,
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      projectRoot: project.projectRoot,
+      depsLockFilePath: project.lockFile,
       bundling: props.bundling,
     });
     Validations.of(this.fn).acknowledge({

@@ -8,9 +8,29 @@ import {
   type ToolCallResult,
 } from './run-tool-calls';
 
-/** The part of an Anthropic Messages response the adapter reads. */
+/**
+ * One content block of a Messages response. No index signature, so that every member of the SDK's
+ * `ContentBlock` union (text, thinking, tool use, ...) is accepted as it is; only `tool_use` blocks are
+ * read.
+ */
+export interface AnthropicContentBlockLike {
+  type: string;
+  id?: unknown;
+  name?: unknown;
+  input?: unknown;
+}
+
+/** The part of an Anthropic Messages response the adapter reads; the SDK's `Message` fits it. */
 export interface AnthropicMessageLike {
-  content: ({ type: string } & Record<string, unknown>)[];
+  content: readonly AnthropicContentBlockLike[];
+}
+
+/** A tool's input schema as the Messages API requires it: a JSON Schema object whose `type` is `object`. */
+export interface AnthropicInputSchema {
+  type: 'object';
+  properties?: unknown;
+  required?: string[];
+  [keyword: string]: unknown;
 }
 
 /** A `tool_result` content block. */
@@ -32,7 +52,7 @@ export interface ToolResultMessage {
 export interface AnthropicTool {
   name: string;
   description: string;
-  input_schema: Record<string, unknown>;
+  input_schema: AnthropicInputSchema;
 }
 
 /**
@@ -105,6 +125,16 @@ export function toAnthropicTools(
   return tools.map((tool) => ({
     name: names.toModel(tool.name),
     description: tool.description,
-    input_schema: modelParameters(tool.input_schema),
+    input_schema: anthropicInputSchema(modelParameters(tool.input_schema)),
   }));
+}
+
+/** Tool argument schemas are zod objects, so `type` is `object` already; stating it satisfies the API's type. */
+function anthropicInputSchema(parameters: Record<string, unknown>): AnthropicInputSchema {
+  const { required } = parameters;
+  const schema: AnthropicInputSchema = { ...parameters, type: 'object' };
+  if (required !== undefined && !(Array.isArray(required) && required.every((r) => typeof r === 'string'))) {
+    delete schema.required;
+  }
+  return schema;
 }

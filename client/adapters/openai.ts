@@ -8,11 +8,22 @@ import {
   type ToolCallResult,
 } from './run-tool-calls';
 
-/** The part of a Chat Completions response the adapter reads. */
+/**
+ * One entry of `message.tool_calls`. Structural, so that the SDK's `ChatCompletionMessageToolCall` (a
+ * union of function and custom tool calls) is accepted as it is: custom tool calls have no `function`
+ * and are skipped, because a deployment's tools are all function tools.
+ */
+export interface ChatCompletionToolCallLike {
+  id: string;
+  type?: string;
+  function?: { name: string; arguments: string };
+}
+
+/** The part of a Chat Completions response the adapter reads; the SDK's `ChatCompletion` fits it. */
 export interface ChatCompletionLike {
-  choices: {
+  choices: readonly {
     message: {
-      tool_calls?: { id: string; type?: string; function: { name: string; arguments: string } }[] | null;
+      tool_calls?: readonly ChatCompletionToolCallLike[] | null | undefined;
     };
   }[];
 }
@@ -24,9 +35,21 @@ export interface ChatToolMessage {
   content: string;
 }
 
-/** The part of a Responses API response the adapter reads. */
+/**
+ * One item of a Responses API `output`. No index signature, so that every member of the SDK's
+ * `ResponseOutputItem` union (messages, reasoning, function calls, ...) is accepted as it is; only
+ * `function_call` items are read.
+ */
+export interface ResponsesOutputItemLike {
+  type: string;
+  call_id?: unknown;
+  name?: unknown;
+  arguments?: unknown;
+}
+
+/** The part of a Responses API response the adapter reads; the SDK's `Response` fits it. */
 export interface ResponsesLike {
-  output: ({ type: string } & Record<string, unknown>)[];
+  output: readonly ResponsesOutputItemLike[];
 }
 
 /** A Responses API `function_call_output` input item. */
@@ -61,13 +84,16 @@ export interface ResponsesFunctionTool {
  */
 export function chatCompletionToolCalls(response: ChatCompletionLike): ModelToolCall[] {
   const calls = response.choices[0]?.message.tool_calls ?? [];
-  return calls
-    .filter((call) => call.type === undefined || call.type === 'function')
-    .map((call) => ({
+  const result: ModelToolCall[] = [];
+  for (const call of calls) {
+    if ((call.type !== undefined && call.type !== 'function') || call.function === undefined) continue;
+    result.push({
       providerCallId: call.id,
       modelName: call.function.name,
       arguments: parseArguments(call.function.arguments),
-    }));
+    });
+  }
+  return result;
 }
 
 /**

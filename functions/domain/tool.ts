@@ -83,10 +83,37 @@ export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
 export const TOOL_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 3 } as const;
 
 /**
+ * Marks the three outcome errors with their kind under a registry symbol. A team's tools import these
+ * classes from the published `tool-ledger/tool` entry while the handlers are bundled from the package's
+ * source, so a deployment can hold two copies of each class; `instanceof` must recognise both, or a
+ * terminal failure thrown by a tool would be taken for an unknown outcome.
+ */
+const OUTCOME_KIND = Symbol.for('tool-ledger.outcome-kind');
+
+type OutcomeKind = 'terminal' | 'not_applied' | 'uncertain';
+
+/** `instanceof` for an outcome error class: any copy's instance of the same kind, or a real subclass. */
+function isOutcome(kind: OutcomeKind, base: unknown, target: unknown, value: unknown): boolean {
+  if (target !== base) return Function.prototype[Symbol.hasInstance].call(target as object, value);
+  return (
+    typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[OUTCOME_KIND] === kind
+  );
+}
+
+/**
  * Known failure that will not change: the target rejected the call. Stored as `failed_terminal`.
  * The message must not contain argument values.
+ *
+ * @example
+ * ```ts
+ * if (response.status === 404) throw new TerminalToolError('not_found', 'the repository does not exist', { status: 404 });
+ * ```
  */
 export class TerminalToolError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isOutcome('terminal', TerminalToolError, this, value);
+  }
+  readonly [OUTCOME_KIND] = 'terminal';
   readonly code: string;
   readonly status: number | undefined;
   constructor(code: string, message: string, options?: { status?: number; cause?: unknown }) {
@@ -97,8 +124,19 @@ export class TerminalToolError extends Error {
   }
 }
 
-/** Known NOT applied: nothing left this machine. Stored as `failed_retryable`. */
+/**
+ * Known NOT applied: nothing left this machine. Stored as `failed_retryable`.
+ *
+ * @example
+ * ```ts
+ * if (error.code === 'ECONNREFUSED') throw new NotAppliedError('connect_refused', 'the target refused the connection');
+ * ```
+ */
 export class NotAppliedError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isOutcome('not_applied', NotAppliedError, this, value);
+  }
+  readonly [OUTCOME_KIND] = 'not_applied';
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
@@ -115,6 +153,10 @@ export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
  * code, and left to the reconciler. Any other thrown value means the same, with code `unknown_error`.
  */
 export class UncertainOutcomeError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isOutcome('uncertain', UncertainOutcomeError, this, value);
+  }
+  readonly [OUTCOME_KIND] = 'uncertain';
   readonly code: string;
   readonly status: number | undefined;
   constructor(code: string, message: string, options?: { status?: number; cause?: unknown }) {

@@ -1,5 +1,6 @@
 import { type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
 import { type RunningStack, startStack } from './stack';
+import { useToolsModule } from './tools-module';
 
 /**
  * `npm start`: tool-ledger on one machine (SPEC §10). Prints one ready line for scripts, then a short
@@ -55,6 +56,7 @@ async function main(): Promise<void> {
   let settings: LocalSettings;
   try {
     settings = loadLocalSettings(process.env);
+    await useToolsModule(process.env.TOOL_LEDGER_TOOLS_MODULE, process.cwd());
   } catch (error) {
     if (!(error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);

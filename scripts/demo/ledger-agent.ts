@@ -4,10 +4,10 @@ import {
   operationIdFor,
   runChatCompletionToolCalls,
   type ToolLedgerClient,
-  type ToolLedgerQueueSender,
   ToolLedgerRequestError,
   type ToolNameMap,
 } from '../../client';
+import type { ToolLedgerQueueSender } from '../../client/sqs-sender';
 import type { WebhookTarget } from '../webhook-target';
 import type { LostResponseProxy } from './lost-response-proxy';
 import {

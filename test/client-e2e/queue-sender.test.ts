@@ -8,9 +8,9 @@ import {
   type Operation,
   operationIdFor,
   ToolLedgerClient,
-  ToolLedgerQueueSender,
   ToolLedgerRequestError,
 } from '../../client';
+import { ToolLedgerQueueSender } from '../../client/sqs-sender';
 import { localSqsClient } from '../../functions/local/sqs-server';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';

@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sigv4Signer, ToolLedgerClient } from '../../client';
+import { ToolLedgerClient } from '../../client';
+import { sigv4Signer } from '../../client/sigv4';
 import {
   fakeClock,
   operationBody,

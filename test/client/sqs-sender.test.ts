@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fifoIdFor, sendToQueue, ToolLedgerQueueSender } from '../../client';
+import { fifoIdFor, sendToQueue, ToolLedgerQueueSender } from '../../client/sqs-sender';
 import { fakeClock } from './support/scripted-server';
 
 let fauxqs: FauxqsServer;

@@ -1,0 +1,52 @@
+import { existsSync } from 'node:fs';
+import { register } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { LocalSettingsError } from './settings';
+
+/** The specifier the handlers import their tools by (the construct aliases the same one). */
+const TOOLS_SPECIFIER = '#tool-ledger/tools';
+
+/**
+ * Points local mode at a deployment's own tools (`TOOL_LEDGER_TOOLS_MODULE`, the same module the
+ * construct's `toolsModule` bundles): checks that the file exists and default-exports a tool factory,
+ * then makes `#tool-ledger/tools` resolve to it for the handlers imported afterwards. A bad module is a
+ * settings error (exit 2 with the path), never a 500 at the first request. Without the variable the
+ * shipped tools are used.
+ *
+ * @example
+ * ```ts
+ * await useToolsModule(process.env.TOOL_LEDGER_TOOLS_MODULE, process.cwd()); // before importing handlers
+ * ```
+ */
+export async function useToolsModule(
+  configured: string | undefined,
+  cwd: string,
+): Promise<string | undefined> {
+  if (configured === undefined || configured.trim() === '') return undefined;
+  const file = path.resolve(cwd, configured.trim());
+  if (!existsSync(file)) {
+    throw new LocalSettingsError(`TOOL_LEDGER_TOOLS_MODULE: no such file: ${file}`);
+  }
+  const url = pathToFileURL(file).href;
+  let loaded: { default?: unknown };
+  try {
+    loaded = await import(url);
+  } catch (error) {
+    throw new LocalSettingsError(
+      `TOOL_LEDGER_TOOLS_MODULE: ${file} could not be loaded (${error instanceof Error ? error.name : 'error'}: ${
+        error instanceof Error ? error.message : String(error)
+      })`,
+    );
+  }
+  if (typeof loaded.default !== 'function') {
+    throw new LocalSettingsError(
+      `TOOL_LEDGER_TOOLS_MODULE: ${file} must default-export a tool factory, (env) => Tool[] ` +
+        '(add `export default tools;`)',
+    );
+  }
+  register(new URL('./tools-module-hook.mjs', import.meta.url), {
+    data: { specifier: TOOLS_SPECIFIER, url },
+  });
+  return file;
+}

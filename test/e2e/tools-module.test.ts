@@ -1,0 +1,110 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TEAM_TOOLS = path.join(ROOT, 'test', 'fixtures', 'team-tools.ts');
+const TSX_CLI = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+
+async function post(stack: LocalStackProcess, key: string, body: unknown) {
+  const response = await fetch(`${stack.api}/v1/operations`, {
+    method: 'POST',
+    headers: {
+      authorization: 'Bearer dev-token',
+      'idempotency-key': key,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Runs local mode to its exit (it must refuse to start) and returns the exit code and stderr. */
+function startExpectingRefusal(
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [TSX_CLI, 'functions/local/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.once('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
+describe("local mode runs a deployment's own tools module (TOOL_LEDGER_TOOLS_MODULE)", () => {
+  let dataDir: string;
+  let stack: LocalStackProcess;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'tl-tools-module-'));
+    stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_TOOLS_MODULE: TEAM_TOOLS } });
+  });
+  afterAll(async () => {
+    await stack?.kill();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('lists the team tool instead of the shipped ones', async () => {
+    const response = await fetch(`${stack.api}/v1/tools`, { headers: { authorization: 'Bearer dev-token' } });
+    const { tools } = (await response.json()) as { tools: { name: string }[] };
+    expect(tools.map((t) => t.name)).toEqual(['team.note']);
+  });
+
+  it('runs the team tool once; the retry is a replay of the stored result', async () => {
+    const body = { tool: 'team.note', arguments: { note: 'deployed v2' } };
+    const first = await post(stack, 'team-1', body);
+    const again = await post(stack, 'team-1', body);
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ state: 'succeeded', replayed: false, result: { lines: 1 } });
+    expect(again.body).toMatchObject({ state: 'succeeded', replayed: true, result: { lines: 1 } });
+    const log = await readFile(path.join(dataDir, 'workspace', 'local', 'team-notes.log'), 'utf8').catch(() =>
+      readFile(path.join(dataDir, 'workspace', 'team-notes.log'), 'utf8'),
+    );
+    expect(log.trim().split('\n')).toEqual(['team-1 deployed v2']);
+  });
+
+  it("a terminal error thrown from the tool author's entry is a terminal failure, not an unknown outcome", async () => {
+    const refused = await post(stack, 'team-2', { tool: 'team.note', arguments: { note: 'refuse' } });
+    expect(refused.body).toMatchObject({ state: 'failed_terminal', error: { code: 'refused' } });
+  });
+});
+
+describe('a bad TOOL_LEDGER_TOOLS_MODULE stops local mode at start (exit 2, the path named)', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'tl-tools-module-bad-'));
+  });
+  afterAll(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('a missing file', async () => {
+    const missing = path.join(dataDir, 'nope.ts');
+    const { code, stderr } = await startExpectingRefusal({
+      TOOL_LEDGER_DATA_DIR: dataDir,
+      TOOL_LEDGER_TOOLS_MODULE: missing,
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(`TOOL_LEDGER_TOOLS_MODULE: no such file: ${missing}`);
+  });
+
+  it('a module without a default-exported factory', async () => {
+    const notFactory = path.join(ROOT, 'functions', 'domain', 'states.ts');
+    const { code, stderr } = await startExpectingRefusal({
+      TOOL_LEDGER_DATA_DIR: dataDir,
+      TOOL_LEDGER_TOOLS_MODULE: notFactory,
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain('must default-export a tool factory');
+  });
+});
