@@ -36,7 +36,11 @@ export class ToolLedgerRequestError extends ToolLedgerError {
   readonly problem: Problem;
 
   constructor(status: number, problem: Problem) {
-    super(problem.code, `tool-ledger refused the request: ${status} ${problem.code}`);
+    super(
+      problem.code,
+      `tool-ledger refused the request: ${status} ${problem.code}` +
+        (typeof problem.detail === 'string' && problem.detail !== '' ? `: ${problem.detail}` : ''),
+    );
     this.name = 'ToolLedgerRequestError';
     this.status = status;
     this.problem = problem;

@@ -41,14 +41,22 @@ export function prepareCall(
   assertIJsonValue(rawArgs, MAX_ARGUMENTS_DEPTH, '$.arguments');
   const parsed = (tool.schema as z.ZodType).safeParse(rawArgs);
   if (!parsed.success) {
+    // Paths and messages may name caller-chosen keys: only short, plain key names are shown (a typo
+    // such as "contents" is worth naming), never values.
+    const issues = parsed.error.issues.slice(0, 20).flatMap((issue) => {
+      const path = ['$', 'arguments', ...issue.path.map(plainSegment)].join('.');
+      if (issue.code === 'unrecognized_keys') {
+        return issue.keys.slice(0, 20).map((key) => ({
+          path: `${path}.${plainSegment(key)}`,
+          message: `unknown field "${plainSegment(key)}"`,
+        }));
+      }
+      return [{ path, message: issue.message }];
+    });
+    const first = issues[0];
     throw new ValidationError(
-      'arguments do not match the tool schema',
-      // Paths and messages may name caller-chosen keys: keep only short, plain key names, and never
-      // the unrecognized keys themselves.
-      parsed.error.issues.slice(0, 20).map((issue) => ({
-        path: ['$', 'arguments', ...issue.path.map(plainSegment)].join('.'),
-        message: issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message,
-      })),
+      `arguments do not match the schema of ${tool.name}${first ? `: ${first.path}: ${first.message}` : ''}`,
+      issues,
     );
   }
   return { operationId, tool, args: parsed.data, ...canonicalCall(tool.name, parsed.data) };

@@ -56,11 +56,15 @@ export function parseBody<S extends z.ZodType>(schema: S, value: unknown): z.out
     if (issue.code === 'unrecognized_keys') {
       return issue.keys
         .slice(0, 20)
-        .map((key) => ({ path: `${path}.${safeKey(key)}`, message: 'unknown field' }));
+        .map((key) => ({ path: `${path}.${safeKey(key)}`, message: `unknown field "${safeKey(key)}"` }));
     }
     return [{ path, message: issue.message }];
   });
-  throw new ValidationError('the body does not match the request schema', issues);
+  const first = issues[0];
+  throw new ValidationError(
+    `the body does not match the request schema${first ? `: ${first.path}: ${first.message}` : ''}`,
+    issues,
+  );
 }
 
 function safeKey(key: string): string {

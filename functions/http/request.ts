@@ -67,7 +67,14 @@ export class HttpRequest {
     for (const name of new Set([...Object.keys(multi), ...Object.keys(single)])) {
       const values = multi[name] ?? (single[name] === undefined ? [] : [single[name] as string]);
       if (!allowed.includes(name)) {
-        throw new ValidationError('unknown query parameter', [{ path: 'query', message: 'not allowed' }]);
+        // A short, plain name is the caller's own typo, worth echoing; anything else is not repeated back.
+        const shown = /^[A-Za-z0-9_-]{1,40}$/.test(name) ? name : undefined;
+        const known =
+          allowed.length > 0 ? ` (this route takes: ${allowed.join(', ')})` : ' (this route takes none)';
+        throw new ValidationError(
+          shown ? `unknown query parameter "${shown}"${known}` : `unknown query parameter${known}`,
+          [{ path: shown ? `query.${shown}` : 'query', message: 'unknown query parameter' }],
+        );
       }
       if (values.length > 1) {
         throw new ValidationError('a query parameter is repeated', [

@@ -6,7 +6,7 @@ import {
   type ToolLedgerClient,
   ToolLedgerRequestError,
   type ToolNameMap,
-} from '../../client';
+} from '../../client/index';
 import type { ToolLedgerQueueSender } from '../../client/sqs-sender';
 import type { WebhookTarget } from '../webhook-target';
 import type { LostResponseProxy } from './lost-response-proxy';

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bearerToken, ToolLedgerClient, ToolNameMap } from '../../client';
+import { bearerToken, ToolLedgerClient, ToolNameMap } from '../../client/index';
 import { ToolLedgerQueueSender } from '../../client/sqs-sender';
 import { localSqsClient } from '../../functions/local/sqs-server';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';

@@ -12,7 +12,7 @@ import {
   ToolLedgerClient,
   ToolNameMap,
   type ToolResultEnvelope,
-} from '../../client';
+} from '../../client/index';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import anthropicFixture from '../fixtures/anthropic-message.json';

@@ -9,7 +9,7 @@ import {
   operationIdFor,
   ToolLedgerClient,
   ToolLedgerRequestError,
-} from '../../client';
+} from '../../client/index';
 import { ToolLedgerQueueSender } from '../../client/sqs-sender';
 import { localSqsClient } from '../../functions/local/sqs-server';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearerToken, IdempotencyConflictError, operationIdFor, ToolLedgerClient } from '../../client';
+import { bearerToken, IdempotencyConflictError, operationIdFor, ToolLedgerClient } from '../../client/index';
 import { type LostResponseProxy, startLostResponseProxy } from '../../scripts/demo/lost-response-proxy';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';

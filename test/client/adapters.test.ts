@@ -11,7 +11,7 @@ import {
   ToolLedgerClient,
   ToolNameMap,
   type ToolResultEnvelope,
-} from '../../client';
+} from '../../client/index';
 import anthropicMessage from '../fixtures/anthropic-message.json';
 import chatCompletion from '../fixtures/openai-chat-completion.json';
 import responsesResponse from '../fixtures/openai-responses.json';

@@ -5,7 +5,7 @@ import {
   toAnthropicTools,
   toChatCompletionTools,
   toResponsesTools,
-} from '../../client';
+} from '../../client/index';
 import fixture from '../fixtures/tool-ledger-tools.json';
 
 const tools = fixture.tools as ToolDescription[];

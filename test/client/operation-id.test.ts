@@ -1,12 +1,12 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import type { OperationPosition } from '../../client';
+import type { OperationPosition } from '../../client/index';
 import {
   assertOperationId,
   formatIdempotencyKey,
   InvalidOperationIdError,
   operationIdFor,
-} from '../../client';
+} from '../../client/index';
 
 const VALID = /^[\x21-\x7e]{1,255}$/;
 

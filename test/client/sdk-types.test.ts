@@ -12,7 +12,7 @@ import {
   toAnthropicTools,
   toChatCompletionTools,
   toResponsesTools,
-} from '../../client';
+} from '../../client/index';
 import { fakeLedger } from './support/fake-ledger';
 import { fakeClock, type ScriptedServer, startScriptedServer } from './support/scripted-server';
 

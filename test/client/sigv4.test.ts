@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ToolLedgerClient } from '../../client';
+import { ToolLedgerClient } from '../../client/index';
 import { sigv4Signer } from '../../client/sigv4';
 import {
   fakeClock,

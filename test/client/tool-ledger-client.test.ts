@@ -8,7 +8,7 @@ import {
   type ToolLedgerClientOptions,
   ToolLedgerRequestError,
   WaitTimeoutError,
-} from '../../client';
+} from '../../client/index';
 import {
   fakeClock,
   operationBody,
