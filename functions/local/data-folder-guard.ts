@@ -51,13 +51,16 @@ export class DataFolderGuard {
   async check(): Promise<DataFolderProblem | undefined> {
     if (this.lost) return this.lost;
     for (const folder of this.folders) {
-      let now: { dev: number; ino: number };
+      let now: { dev: number; ino: number; mode: number };
       try {
         now = await stat(folder.path);
       } catch {
         return this.lose('data_folder_missing');
       }
       if (now.dev !== folder.dev || now.ino !== folder.ino) return this.lose('data_folder_replaced');
+      // `access` answers for this user (root may always write); no write bit at all is `chmod a-w`,
+      // which means "do not write here" for root too.
+      if ((now.mode & 0o222) === 0) return 'data_folder_read_only';
       try {
         await access(folder.path, constants.W_OK);
       } catch {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -145,6 +145,28 @@ describe('fail closed when the data folder goes away', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(target.count(`/ok/${after}`)).toBe(1);
     await restarted.kill();
+  }, 120_000);
+});
+
+describe('fail closed while the data folder is not writable', () => {
+  it('answers 503 ledger_unavailable while it is read-only, and serves again once it is writable', async () => {
+    const dataDir = await tempFolder();
+    const stack = await start(dataDir);
+    const id = `read-only-${Date.now()}`;
+    const body = { tool: 'webhook.post', arguments: { url: `${target.origin}/ok/${id}`, json: {} } };
+    await chmod(dataDir, 0o555);
+    try {
+      const refused = await postOperation(stack.api, { key: id, body });
+      expect(refused.status).toBe(503);
+      expect(refused.json?.code).toBe('ledger_unavailable');
+      expect(target.count(`/ok/${id}`)).toBe(0);
+    } finally {
+      await chmod(dataDir, 0o755);
+    }
+    const ran = await postOperation(stack.api, { key: id, body });
+    expect(ran.status).toBe(201);
+    expect(target.count(`/ok/${id}`)).toBe(1);
+    await stack.kill();
   }, 120_000);
 });
 
