@@ -51,6 +51,9 @@ export interface RepairReport {
 
 /** The LevelDB folder is held by another process (LevelDB's own lock). */
 export class LedgerLockedError extends Error {
+  /** Stable code, for logs. */
+  readonly code = 'ledger_locked';
+
   constructor(cause: unknown) {
     super('the ledger folder is open in another process', { cause });
     this.name = 'LedgerLockedError';
