@@ -1,15 +1,22 @@
 import { mkdir } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { ensureLedgerTable } from '../ledger/table';
+import type { DataFolderGuard } from './data-folder-guard';
 
 /**
  * DynamoDB for local mode: dynalite in-process, on 127.0.0.1, persisted in a LevelDB folder so that a
  * restart (also after `kill -9`: every write has reached the OS before DynamoDB answers) loses no
- * ledger record.
+ * ledger record. With a guard, every request is refused once the data folder is gone (fail closed).
  */
+
+/**
+ * The error a refused request gets, in DynamoDB's JSON error shape. A 400 with a type no SDK retries:
+ * the store gives up at once and reports `ledger_unavailable`, instead of retrying a folder that is gone.
+ */
+export const LEDGER_UNAVAILABLE_TYPE = 'com.amazonaws.dynamodb.v20120810#LocalLedgerUnavailableException';
 
 /** A running local DynamoDB. */
 export interface LocalDynamo {
@@ -33,6 +40,8 @@ export async function startLocalDynamo(options: {
   path: string;
   port: number;
   tableName: string;
+  /** Asked before every request; a problem refuses it. */
+  guard?: DataFolderGuard;
 }): Promise<LocalDynamo> {
   await mkdir(options.path, { recursive: true });
   const server: Server = dynalite({
@@ -41,6 +50,7 @@ export async function startLocalDynamo(options: {
     deleteTableMs: 0,
     updateTableMs: 0,
   });
+  if (options.guard) guardRequests(server, options.guard);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, '127.0.0.1', () => {
@@ -69,4 +79,32 @@ export async function startLocalDynamo(options: {
     client.destroy();
   }
   return { endpoint, stop };
+}
+
+/** Puts the guard in front of dynalite's request handler. */
+function guardRequests(server: Server, guard: DataFolderGuard): void {
+  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    guard.check().then(
+      (problem) => {
+        if (problem === undefined) {
+          for (const handler of handlers) handler.call(server, req, res);
+          return;
+        }
+        req.resume();
+        const body = JSON.stringify({
+          __type: LEDGER_UNAVAILABLE_TYPE,
+          message: `the local ledger refuses requests: ${problem}`,
+        });
+        res.writeHead(400, {
+          'content-type': 'application/x-amz-json-1.0',
+          'content-length': Buffer.byteLength(body),
+          'x-amzn-requestid': crypto.randomUUID(),
+        });
+        res.end(body);
+      },
+      () => res.destroy(),
+    );
+  });
 }

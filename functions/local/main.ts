@@ -1,10 +1,12 @@
+import { DataFolderInUseError } from './data-folder-lock';
 import { type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
-import { type RunningStack, startStack } from './stack';
+import type { RunningStack } from './stack';
 import { useToolsModule } from './tools-module';
 
 /**
  * `npm start`: tool-ledger on one machine (SPEC §10). Prints one ready line for scripts, then a short
- * greeting for people; stops cleanly on SIGINT and SIGTERM.
+ * greeting for people; stops cleanly on SIGINT and SIGTERM. Exit code 2: a setting cannot be used, or
+ * the data folder is in use by another process (both named on stderr); 1: any other failure to start.
  */
 
 /** How long a stop waits for requests, batches and passes in flight (a tool's deadline plus its commit). */
@@ -56,13 +58,23 @@ async function main(): Promise<void> {
   let settings: LocalSettings;
   try {
     settings = loadLocalSettings(process.env);
+    // Read by the logger when its module loads, which is why the tools and the stack are imported only now.
+    if (settings.logFormat === 'pretty') process.env.POWERTOOLS_DEV ??= 'true';
     await useToolsModule(process.env.TOOL_LEDGER_TOOLS_MODULE, process.cwd());
   } catch (error) {
     if (!(error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);
     process.exit(2);
   }
-  const stack = await startStack(settings);
+  const { startStack } = await import('./stack');
+  let stack: RunningStack;
+  try {
+    stack = await startStack(settings);
+  } catch (error) {
+    if (!(error instanceof DataFolderInUseError)) throw error;
+    process.stderr.write(`tool-ledger: ${error.message}\n`);
+    process.exit(2);
+  }
 
   let stopping: number | undefined;
   const stop = (signal: NodeJS.Signals) => {

@@ -1,11 +1,20 @@
 import { resolve } from 'node:path';
+import { loadConfig } from '../config';
+import { ROLES } from '../http/auth';
+import { BearerTokenAuthenticator } from '../http/auth-tokens';
+import { TENANT_PATTERN } from '../ledger/keys';
 
 /**
  * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
  * engine's own settings (retention, lease grace, sync wait, approvals) are read by functions/config.ts
  * from the same variables; they are checked here too, so that a typo stops local mode before any
- * server starts rather than at the first request.
+ * server starts rather than at the first request. A setting that cannot be used stops the start with
+ * exit code 2 and a message naming the variable and the offending entry (a token's own text is never
+ * printed: entries are shown as `<token>=tenant:roles`).
  */
+
+/** How log lines are printed: one JSON object per line, or indented for people. */
+export type LogFormat = 'json' | 'pretty';
 
 /** Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set. */
 export const DEFAULT_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
@@ -48,6 +57,8 @@ export interface LocalSettings {
   sqsPort: number;
   /** Ledger table name. */
   tableName: string;
+  /** `TOOL_LEDGER_LOG_FORMAT`: default `pretty` on a terminal, `json` otherwise. */
+  logFormat: LogFormat;
 }
 
 /** A setting that cannot be used; the message names the variable and what it accepts. */
@@ -58,13 +69,24 @@ export class LocalSettingsError extends Error {
   }
 }
 
-/** Integer variables SPEC §10 lists that functions/config.ts reads; checked here for early failure. */
-const ENGINE_INTEGERS = [
-  'TOOL_LEDGER_RETENTION_SECONDS',
-  'TOOL_LEDGER_LEASE_GRACE_MS',
-  'TOOL_LEDGER_SYNC_WAIT_MS',
-  'TOOL_LEDGER_APPROVAL_TTL_SECONDS',
-] as const;
+/**
+ * Integer variables functions/config.ts reads, with their least useful value; checked here for early
+ * failure (a zero shard count would divide by zero at the first write).
+ */
+const ENGINE_INTEGERS: readonly (readonly [name: string, min: number])[] = [
+  ['TOOL_LEDGER_RETENTION_SECONDS', 0],
+  ['TOOL_LEDGER_LEASE_GRACE_MS', 0],
+  ['TOOL_LEDGER_SYNC_WAIT_MS', 0],
+  ['TOOL_LEDGER_APPROVAL_TTL_SECONDS', 0],
+  ['TOOL_LEDGER_ATTENTION_SHARDS', 1],
+  ['TOOL_LEDGER_QUEUED_STALE_MS', 0],
+  ['TOOL_LEDGER_RETRY_BASE_MS', 0],
+  ['TOOL_LEDGER_MAX_RECONCILE_CHECKS', 0],
+  ['TOOL_LEDGER_COMMIT_RESERVE_MS', 0],
+];
+
+/** The roles a token may carry. */
+const ROLE_NAMES: ReadonlySet<string> = new Set(ROLES);
 
 /**
  * Reads and checks the local settings.
@@ -75,8 +97,15 @@ const ENGINE_INTEGERS = [
  * settings.tenants; // ['local'] with the default tokens
  * ```
  */
-export function loadLocalSettings(env: NodeJS.ProcessEnv): LocalSettings {
-  for (const name of ENGINE_INTEGERS) integer(env, name, 0);
+export function loadLocalSettings(
+  env: NodeJS.ProcessEnv,
+  terminal: boolean = process.stdout.isTTY === true,
+): LocalSettings {
+  for (const [name, min] of ENGINE_INTEGERS) {
+    if (nonEmpty(env[name]) !== undefined && integer(env, name, 0) < min) {
+      throw new LocalSettingsError(`${name}=${env[name]?.trim()}: must be at least ${min}`);
+    }
+  }
   const selfApproval = env.TOOL_LEDGER_ALLOW_SELF_APPROVAL;
   if (
     selfApproval !== undefined &&
@@ -84,14 +113,26 @@ export function loadLocalSettings(env: NodeJS.ProcessEnv): LocalSettings {
     selfApproval !== 'true' &&
     selfApproval !== 'false'
   ) {
-    throw new LocalSettingsError('TOOL_LEDGER_ALLOW_SELF_APPROVAL must be true or false');
+    throw new LocalSettingsError(`TOOL_LEDGER_ALLOW_SELF_APPROVAL=${selfApproval}: must be true or false`);
+  }
+  const logFormat = nonEmpty(env.TOOL_LEDGER_LOG_FORMAT) ?? (terminal ? 'pretty' : 'json');
+  if (logFormat !== 'json' && logFormat !== 'pretty') {
+    throw new LocalSettingsError(`TOOL_LEDGER_LOG_FORMAT=${logFormat}: must be json or pretty`);
   }
   const dataDir = resolve(nonEmpty(env.TOOL_LEDGER_DATA_DIR) ?? '.data');
   const tokensSpec = nonEmpty(env.TOOL_LEDGER_TOKENS) ?? DEFAULT_TOKENS;
   const tokens = parseTokens(tokensSpec);
   const reconcileEveryMs = integer(env, 'TOOL_LEDGER_RECONCILE_EVERY_MS', 5_000);
-  if (reconcileEveryMs < 10)
-    throw new LocalSettingsError('TOOL_LEDGER_RECONCILE_EVERY_MS must be at least 10');
+  if (reconcileEveryMs < 10) {
+    throw new LocalSettingsError(`TOOL_LEDGER_RECONCILE_EVERY_MS=${reconcileEveryMs}: must be at least 10`);
+  }
+  // The handlers read the same variables at their cold start: whatever they would refuse, refuse now.
+  try {
+    loadConfig(env);
+    new BearerTokenAuthenticator(tokensSpec);
+  } catch (error) {
+    throw new LocalSettingsError(error instanceof Error ? error.message : String(error));
+  }
   return {
     port: port(env, 'PORT', 3000),
     dataDir,
@@ -106,30 +147,34 @@ export function loadLocalSettings(env: NodeJS.ProcessEnv): LocalSettings {
     dynamoPort: port(env, 'TOOL_LEDGER_DYNAMODB_PORT', 0),
     sqsPort: port(env, 'TOOL_LEDGER_SQS_PORT', 0),
     tableName: nonEmpty(env.TOOL_LEDGER_TABLE_NAME) ?? 'tool-ledger',
+    logFormat,
   };
 }
 
 /**
  * Parses `token=tenant:role+role,…`. The tenant is everything between `=` and the last `:`, so tenants
- * may themselves contain `:`.
+ * may themselves contain `:`. Each error names the entry by position and shape, never the token.
  */
 export function parseTokens(spec: string): LocalToken[] {
   const tokens: LocalToken[] = [];
-  for (const entry of spec.split(',')) {
+  spec.split(',').forEach((entry, index) => {
     const trimmed = entry.trim();
-    if (trimmed === '') continue;
+    if (trimmed === '') return;
     const eq = trimmed.indexOf('=');
     const colon = trimmed.lastIndexOf(':');
     const token = trimmed.slice(0, eq);
     const tenant = trimmed.slice(eq + 1, colon);
     const roles = trimmed.slice(colon + 1).split('+');
-    if (eq <= 0 || colon <= eq + 1 || roles.some((r) => r === '')) {
-      throw new LocalSettingsError(
-        'TOOL_LEDGER_TOKENS must be comma-separated token=tenant:role+role entries (roles: agent, approver, operator)',
-      );
+    const shown = eq > 0 ? `<token>${trimmed.slice(eq)}` : '<token>';
+    const bad = (why: string) =>
+      new LocalSettingsError(`TOOL_LEDGER_TOKENS entry ${index + 1} (${shown}): ${why}`);
+    if (eq <= 0 || colon <= eq) throw bad('must be token=tenant:role+role');
+    if (!TENANT_PATTERN.test(tenant)) throw bad(`tenant "${tenant}" must match ${TENANT_PATTERN.source}`);
+    for (const role of roles) {
+      if (!ROLE_NAMES.has(role)) throw bad(`unknown role "${role}" (roles: ${ROLES.join(', ')})`);
     }
     tokens.push({ token, tenant, roles });
-  }
+  });
   if (tokens.length === 0) throw new LocalSettingsError('TOOL_LEDGER_TOKENS names no token');
   return tokens;
 }
@@ -142,14 +187,16 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   const raw = nonEmpty(env[name]);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new LocalSettingsError(`${name} must be a non-negative integer`);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value)) {
+    throw new LocalSettingsError(`${name}=${raw}: must be a non-negative integer`);
   }
   return value;
 }
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = integer(env, name, fallback);
-  if (value > 65_535) throw new LocalSettingsError(`${name} must be a port number (0 picks a free one)`);
+  if (value > 65_535) {
+    throw new LocalSettingsError(`${name}=${value}: must be a port number (0 picks a free one)`);
+  }
   return value;
 }

@@ -1,7 +1,13 @@
 import { mkdir } from 'node:fs/promises';
+import { workMessageFor } from '../engine/submit-operation';
+import { logger } from '../observability/logger';
+import { SqsWorkQueue } from '../queue/sqs-work-queue';
+import { DataFolderGuard } from './data-folder-guard';
+import { DataFolderInUseError, lockDataFolder, lockHolder } from './data-folder-lock';
 import { type LocalDynamo, startLocalDynamo } from './dynamo-server';
 import { ExecutorLoop } from './executor-loop';
 import { HttpAdapter } from './http-adapter';
+import { LedgerLockedError, type RepairReport, repairIndexes } from './index-repair';
 import type { LocalFunction } from './lambda-context';
 import { ReconcilerLoop } from './reconciler-loop';
 import type { LocalSettings } from './settings';
@@ -11,6 +17,10 @@ import { createWorkQueues, type LocalSqs, type LocalWorkQueues, startLocalSqs } 
  * The whole of tool-ledger on one machine (SPEC §10): dynalite and fauxqs, then the same three Lambda
  * handlers behind an HTTP server, an SQS poller and a timer. Servers start first; the handler modules
  * are imported only once the environment they read at their cold start points at those servers.
+ *
+ * Before anything listens: the data folder's lock is taken (one process per folder), the ledger's
+ * indexes are checked and repaired (a `kill -9` can leave them out of step with the records), and
+ * the work messages of `queued` records, lost with the in-memory queue, are sent again.
  */
 
 /** The API function: API Gateway's integration timeout bounds it. */
@@ -37,6 +47,8 @@ export interface RunningStack {
   dynamoEndpoint: string;
   queues: LocalWorkQueues;
   tableName: string;
+  /** What the start-up check of the indexes found and repaired. */
+  repair: Omit<RepairReport, 'queued'> & { requeued: number };
   /**
    * Stops the loops and the HTTP server, waiting for work in flight at most `graceMs`, then the
    * emulators. Returns false if some work was abandoned.
@@ -91,10 +103,16 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
   };
   try {
     await mkdir(settings.workspaceDir, { recursive: true });
+    await mkdir(settings.ledgerDir, { recursive: true });
+    const lock = await lockDataFolder(settings.dataDir);
+    started.push({ stop: () => lock.release() });
+    const repair = await repairLedger(settings);
+    const guard = await DataFolderGuard.watch([settings.dataDir, settings.ledgerDir]);
     const dynamo: LocalDynamo = await startLocalDynamo({
       path: settings.ledgerDir,
       port: settings.dynamoPort,
       tableName: settings.tableName,
+      guard,
     });
     started.push(dynamo);
     const sqs: LocalSqs = await startLocalSqs(settings.sqsPort);
@@ -103,6 +121,20 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
       name: WORK_QUEUE_NAME,
       visibilityTimeoutSeconds: (6 * EXECUTOR_FUNCTION.timeoutMs) / 1000,
       maxReceiveCount: MAX_RECEIVE_COUNT,
+    });
+    // A second message for an operation is harmless (the claim is conditional); a missing one would
+    // leave the operation waiting for the reconciler's stale-queued pass.
+    const work = new SqsWorkQueue(sqs.client, queues.queueUrl);
+    for (const record of repair.queued) await work.enqueue(workMessageFor(record));
+    const { queued, ...found } = repair;
+    logger.info('ledger indexes checked', {
+      records: found.records,
+      unresolved: found.unresolved,
+      missing: found.missing,
+      stale: found.stale,
+      orphaned: found.orphaned,
+      requeued: queued.length,
+      duration_ms: Math.round(found.durationMs),
     });
     Object.assign(
       process.env,
@@ -140,6 +172,7 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
       dynamoEndpoint: dynamo.endpoint,
       queues,
       tableName: settings.tableName,
+      repair: { ...found, requeued: queued.length },
       async stop(graceMs) {
         // New work stops first; then what is running may finish (it commits to the ledger, which is
         // still up); the emulators go last.
@@ -150,11 +183,26 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
         ]);
         await sqs.stop();
         await dynamo.stop();
+        await lock.release();
         return results.every(Boolean);
       },
     };
   } catch (error) {
     await stopStarted();
     throw error;
+  }
+}
+
+/**
+ * Runs the index check while no dynalite holds the folder. LevelDB's own lock refusing the open means
+ * another process has it after all (it took the lock between this one's look and its takeover).
+ */
+async function repairLedger(settings: LocalSettings): Promise<RepairReport> {
+  try {
+    return await repairIndexes(settings.ledgerDir, settings.tableName);
+  } catch (error) {
+    if (!(error instanceof LedgerLockedError)) throw error;
+    const holder = await lockHolder(settings.dataDir);
+    throw new DataFolderInUseError(settings.dataDir, holder === process.pid ? undefined : holder);
   }
 }

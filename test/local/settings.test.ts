@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { LocalSettingsError, loadLocalSettings } from '../../functions/local/settings';
+
+/** Local mode's settings: a value that cannot be used is refused at start, naming the entry. */
+
+function refusal(env: NodeJS.ProcessEnv): string {
+  try {
+    loadLocalSettings(env, false);
+  } catch (error) {
+    expect(error).toBeInstanceOf(LocalSettingsError);
+    return (error as Error).message;
+  }
+  throw new Error('the settings were accepted');
+}
+
+describe('local settings', () => {
+  it('names an unknown role and the entry it is in, never the token', () => {
+    const message = refusal({ TOOL_LEDGER_TOKENS: 'dev-token=local:agent,s3cret=acme:agnt' });
+    expect(message).toBe(
+      'TOOL_LEDGER_TOKENS entry 2 (<token>=acme:agnt): unknown role "agnt" (roles: agent, approver, operator)',
+    );
+    expect(message).not.toContain('s3cret');
+  });
+
+  it('names a malformed token entry and an invalid tenant', () => {
+    expect(refusal({ TOOL_LEDGER_TOKENS: 'nocolon=acme' })).toContain('entry 1 (<token>=acme): must be');
+    expect(refusal({ TOOL_LEDGER_TOKENS: 's3cret' })).toBe(
+      'TOOL_LEDGER_TOKENS entry 1 (<token>): must be token=tenant:role+role',
+    );
+    expect(refusal({ TOOL_LEDGER_TOKENS: 't=ac#me:agent' })).toContain('tenant "ac#me" must match');
+    expect(refusal({ TOOL_LEDGER_TOKENS: 't=acme:agent,t=beta:agent' })).toContain('entry 2 repeats a token');
+  });
+
+  it('names a bad number with its value', () => {
+    expect(refusal({ TOOL_LEDGER_RETENTION_SECONDS: '-1' })).toBe(
+      'TOOL_LEDGER_RETENTION_SECONDS=-1: must be a non-negative integer',
+    );
+    expect(refusal({ TOOL_LEDGER_SYNC_WAIT_MS: '1.5' })).toContain('TOOL_LEDGER_SYNC_WAIT_MS=1.5');
+    expect(refusal({ TOOL_LEDGER_ATTENTION_SHARDS: '0' })).toBe(
+      'TOOL_LEDGER_ATTENTION_SHARDS=0: must be at least 1',
+    );
+    expect(refusal({ PORT: '70000' })).toContain('PORT=70000: must be a port number');
+    expect(refusal({ TOOL_LEDGER_RECONCILE_EVERY_MS: '5' })).toContain('must be at least 10');
+  });
+
+  it('reads the log format, pretty on a terminal and json otherwise by default', () => {
+    expect(loadLocalSettings({}, true).logFormat).toBe('pretty');
+    expect(loadLocalSettings({}, false).logFormat).toBe('json');
+    expect(loadLocalSettings({ TOOL_LEDGER_LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
+    expect(refusal({ TOOL_LEDGER_LOG_FORMAT: 'JSON' })).toBe(
+      'TOOL_LEDGER_LOG_FORMAT=JSON: must be json or pretty',
+    );
+  });
+
+  it('accepts the defaults', () => {
+    const settings = loadLocalSettings({}, false);
+    expect(settings.tenants).toEqual(['local']);
+    expect(settings.tokens.map((t) => t.roles)).toEqual([['agent', 'operator'], ['approver']]);
+  });
+});
