@@ -1,40 +1,23 @@
 import { Token } from 'aws-cdk-lib';
+import { canonicalArn } from '../functions/http/auth-iam';
 
 /**
  * How a principal ARN in the tenant map is understood. The API handler compares a caller with the map
- * in a canonical form (an assumed-role session counts as its role, a role's path is ignored, since role
- * names are unique within an account), so two entries that look different can name one role. Synth
- * compares them in the same form, so a map the handler would refuse at cold start (every request a
- * 500) is refused here instead, with the entries named.
+ * in a canonical form (`canonicalArn`: an assumed-role session counts as its role, a role's path is
+ * ignored, since role names are unique within an account), so two entries that look different can name
+ * one role. Synth compares them with that same function, so a map the handler would refuse at cold
+ * start (every request a 500) is refused here instead, with the entries named.
  */
 
 /** IAM users and roles, and assumed-role sessions (what `requestContext.identity.userArn` holds). */
 const PRINCIPAL_ARN =
   /^arn:aws[a-z-]*:(iam::\d{12}:(role|user)\/[\w+=,.@/-]+|sts::\d{12}:assumed-role\/[\w+=,.@-]+\/[\w+=,.@-]+)$/;
 
-const ASSUMED_ROLE = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/[^/]+$/;
-const IAM_ROLE = /^arn:(aws[a-z-]*):iam::(\d{12}):role\/(?:.+\/)?([^/]+)$/;
+/** An assumed-role session: what a caller presents, never what a tenant should bind. */
+const SESSION = /^arn:aws[a-z-]*:sts::\d{12}:assumed-role\//;
 
 /** What synth makes of one bound ARN. */
 export type BindingCheck = { ok: true; canonical: string } | { ok: false; problem: string };
-
-/**
- * The form the handler matches callers in: a session becomes its role, a role loses its path. Users
- * and unresolved tokens (a role of the same app) are returned unchanged.
- *
- * @example
- * ```ts
- * canonicalPrincipal('arn:aws:sts::123456789012:assumed-role/agent/run-42'); // 'arn:aws:iam::123456789012:role/agent'
- * canonicalPrincipal('arn:aws:iam::123456789012:role/teams/agent'); // 'arn:aws:iam::123456789012:role/agent'
- * ```
- */
-export function canonicalPrincipal(arn: string): string {
-  const session = ASSUMED_ROLE.exec(arn);
-  if (session) return `arn:${session[1]}:iam::${session[2]}:role/${session[3]}`;
-  const role = IAM_ROLE.exec(arn);
-  if (role) return `arn:${role[1]}:iam::${role[2]}:role/${role[3]}`;
-  return arn;
-}
 
 /**
  * Checks one ARN of tenant `tenant`. Sessions are refused: the session name is chosen by whoever
@@ -51,14 +34,14 @@ export function checkBinding(tenant: string, arn: string): BindingCheck {
         '(arn:aws:iam::<account>:role/<name> or ...:user/<name>).',
     };
   }
-  if (ASSUMED_ROLE.test(arn)) {
+  if (SESSION.test(arn)) {
     return {
       ok: false,
       problem:
         `tenant "${tenant}" lists the assumed-role session "${arn}": a session counts as its role, so this ` +
-        `would admit every session of that role, whatever its name; bind the role "${canonicalPrincipal(arn)}" ` +
+        `would admit every session of that role, whatever its name; bind the role "${canonicalArn(arn)}" ` +
         '(with its path, if it has one) instead.',
     };
   }
-  return { ok: true, canonical: canonicalPrincipal(arn) };
+  return { ok: true, canonical: canonicalArn(arn) };
 }
