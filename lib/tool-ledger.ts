@@ -40,10 +40,14 @@ export interface TenantPrincipals {
  */
 export interface ToolLedgerProps {
   /**
-   * Tenants and the IAM principal ARNs (roles, users, or assumed-role sessions) bound to each role.
-   * The API derives tenant and roles from the caller's principal (SPEC §1); a principal belongs to one
-   * tenant only. The principals also need `execute-api:Invoke`: attach {@link ToolLedger.policies} or
-   * use {@link ToolLedger.grantAgent} and its siblings.
+   * Tenants and the IAM role or user ARNs bound to each role, exactly as IAM shows them (a role's path
+   * included); a role also admits its assumed-role sessions. The API derives tenant and roles from the
+   * caller's principal; a role belongs to one tenant only (session ARNs, and one role under two
+   * tenants, are refused at synth). The API's resource policy is built from this map: on each route
+   * only the principals of the roles that route serves may invoke, whatever their identity policies
+   * say. Same-account principals need nothing more; principals of another account also need an
+   * identity policy in their own account allowing `execute-api:Invoke`. ARNs known at synth are
+   * bundled with the API handler's code, so the map is not bounded by Lambda's 4 KB environment.
    * @default {} (no tenant: every request is 403)
    */
   readonly tenants?: Readonly<Record<string, TenantPrincipals>>;
@@ -434,7 +438,11 @@ export class ToolLedger extends Construct {
     this.dashboard = monitoring.dashboard;
   }
 
-  /** Allow a principal to call the agent routes: run tool calls, read operations and tools. */
+  /**
+   * Allow a principal of this app's account to call the agent routes: run tool calls, read operations
+   * and tools. The resource policy still admits it only if it is bound as an agent in `tenants`. A role
+   * of another account is refused (nothing can be attached to it from here).
+   */
   grantAgent(grantee: IGrantable): Grant {
     return this.ledgerApi.grant('agent', grantee);
   }
