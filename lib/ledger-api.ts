@@ -25,9 +25,11 @@ import { LEDGER_ROUTES, type LedgerRole, type LedgerRoute, routeArnPath, routesO
 import { type ResolvedTenant, type Throttling, ToolLedgerConfigError } from './settings';
 
 /**
- * The REST API of SPEC §5: IAM (SigV4) authorization on every method, one IAM policy per role that
- * allows `execute-api:Invoke` on that role's routes only, access logs without bodies or headers, and
- * gateway-made errors shaped like the handler's (`application/problem+json` with a stable `code`).
+ * The REST API of SPEC §5: IAM (SigV4) authorization on every method, a resource policy from the tenant
+ * map (lib/api-resource-policy.ts: each route only for the principals of its roles), one IAM policy per
+ * role that allows `execute-api:Invoke` on that role's routes only, stage and reconcile-route
+ * throttling, access logs without bodies or headers, and gateway-made errors shaped like the handler's
+ * (`application/problem+json` with a stable `code`).
  */
 
 /** Stage the API is deployed to; part of the base URL. */
