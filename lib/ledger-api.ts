@@ -19,7 +19,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
-import { apiResourcePolicy, RESOURCE_POLICY_MAX_LENGTH } from './api-resource-policy';
+import { apiResourcePolicy, principalsFor, RESOURCE_POLICY_MAX_LENGTH } from './api-resource-policy';
 import { acknowledgeWildcardResources } from './nag';
 import { LEDGER_ROUTES, type LedgerRole, type LedgerRoute, routeArnPath, routesOf } from './routes';
 import { type ResolvedTenant, type Throttling, ToolLedgerConfigError } from './settings';
@@ -107,9 +107,11 @@ export class LedgerApi extends Construct {
   readonly accessLogs: LogGroup;
   /** One managed policy per role; attach it to the role of each principal bound to that role. */
   readonly policies: Readonly<Record<LedgerRole, ManagedPolicy>>;
+  private readonly tenants: Readonly<Record<string, ResolvedTenant>>;
 
   constructor(scope: Construct, id: string, props: LedgerApiProps) {
     super(scope, id);
+    this.tenants = props.tenants;
     this.accessLogs = new LogGroup(this, 'AccessLogs', {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
@@ -223,6 +225,18 @@ export class LedgerApi extends Construct {
           "API's resource policy then admits it on the routes of its roles) and attach an identity policy in " +
           'its own account that allows execute-api:Invoke on this API.',
       ]);
+    }
+    const arn = describePrincipal(grantee);
+    if (arn.startsWith('arn:') || Token.isUnresolved(arn)) {
+      if (!principalsFor(this.tenants, [role]).includes(arn)) {
+        // The identity policy alone gets it nowhere: the resource policy denies principals not bound.
+        Annotations.of(this).addWarningV2(
+          'tool-ledger:grant-unbound',
+          `grant${capitalize(role)}: ${Token.isUnresolved(arn) ? 'this role' : arn} is not bound as an ${role} in ` +
+            "tenants, so the API's resource policy still refuses it: add it to a tenant's " +
+            `${role}s.`,
+        );
+      }
     }
     const grant = Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns });
     if (grantee instanceof Construct)

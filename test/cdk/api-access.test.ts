@@ -47,6 +47,15 @@ function mayInvoke(statements: Statement[], principalArn: string, route: LedgerR
   return !denied && statements.some((s) => s.Effect === 'Allow' && applies(s));
 }
 
+/** Synth warnings of a stack, as text. */
+function warningsOf(stack: Stack): string[] {
+  return stack.node
+    .findAll()
+    .flatMap((construct) => construct.node.metadata)
+    .filter((entry) => entry.type === 'aws:cdk:warning')
+    .map((entry) => String(entry.data));
+}
+
 const routesFor = (statements: Statement[], principal: string) =>
   LEDGER_ROUTES.filter((route) => mayInvoke(statements, principal, route)).map(
     (route) => `${route.method} ${route.path}`,
@@ -119,21 +128,27 @@ describe('API resource policy', () => {
     expect(() => ledger.grantAgent(partner)).toThrow(
       /Bind its ARN in tenants.*identity policy in its own account/s,
     );
-    // A role of this app still gets its identity policy.
+    // A role of this app still gets its identity policy, with a warning while it is not bound.
     const own = new Role(stack, 'Own', { assumedBy: new AccountRootPrincipal() });
     expect(ledger.grantAgent(own).success).toBe(true);
+    expect(warningsOf(stack).some((text) => text.includes('is not bound as an agent'))).toBe(true);
+  });
+
+  it('warns nowhere when the granted role is bound (same token, same role)', () => {
+    const stack = new Stack(testApp(), 'Bound', { env: { account: ACCT, region: 'eu-west-1' } });
+    const own = new Role(stack, 'Own', { assumedBy: new AccountRootPrincipal() });
+    const ledger = new ToolLedger(stack, 'Ledger', { tenants: { acme: { agents: [own.roleArn] } } });
+    ledger.grantAgent(own);
+    expect(warningsOf(stack).filter((text) => text.includes('not bound'))).toEqual([]);
   });
 
   it('warns at synth when the policy outgrows API Gateway’s default 8192-character quota', () => {
     const agents = Array.from({ length: 80 }, (_, n) => role(`team-${n}-agent-with-a-long-role-name`));
     const stack = new Stack(testApp(), 'Big');
     new ToolLedger(stack, 'Ledger', { tenants: { big: { agents } } });
-    const warnings = stack.node
-      .findAll()
-      .flatMap((construct) => construct.node.metadata)
-      .filter((entry) => entry.type === 'aws:cdk:warning')
-      .map((entry) => String(entry.data));
-    expect(warnings.some((text) => /resource policy is about \d+ characters, over/.test(text))).toBe(true);
+    expect(warningsOf(stack).some((text) => /resource policy is about \d+ characters, over/.test(text))).toBe(
+      true,
+    );
   });
 });
 
