@@ -5,6 +5,7 @@
  * | context key | meaning |
  * | --- | --- |
  * | `toolLedger:stackName` | stack name (default `ToolLedger`) |
+ * | `toolLedger:account`, `toolLedger:region` | where to deploy (both or neither; default: environment-agnostic) |
  * | `toolLedger:tenants` | JSON `{"tenant": {"agents": [arn], "approvers": [arn], "operators": [arn]}}` |
  * | `toolLedger:queueTenants` | JSON array of tenants the work queue carries (default: all) |
  * | `toolLedger:toolsModule` | path of the tools module, relative to the project (default: shipped tools) |
@@ -15,6 +16,7 @@
 import path from 'node:path';
 import { App, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { deploymentEnvironment } from '../lib/app-environment';
 import { DEFAULT_TOOLS_MODULE, PROJECT_ROOT } from '../lib/bundling';
 import { LAMBDA_WORKSPACE_DIR } from '../lib/environment';
 import type { TenantPrincipals } from '../lib/tool-ledger';
@@ -52,7 +54,8 @@ const manifest = await readToolManifest(toolsModule, {
 const dev = String(context<string | boolean>('dev')) === 'true';
 
 new ToolLedgerStack(app, context<string>('stackName') ?? 'ToolLedger', {
-  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  // Never CDK_DEFAULT_*: see lib/app-environment.ts.
+  env: deploymentEnvironment(context<string>('account')?.toString(), context<string>('region')),
   alarmEmail: context<string>('alarmEmail'),
   ledger: {
     tenants: context<Record<string, TenantPrincipals>>('tenants') ?? {},

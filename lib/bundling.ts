@@ -78,6 +78,23 @@ export interface BundleSettings {
   toolsModule: string;
   /** Bundle the AWS SDK instead of using the runtime's copy. */
   bundleAwsSdk: boolean;
+  /** Files written next to the bundle (name → content), e.g. configuration too large for the environment. */
+  files?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Shell commands that write `files` into the bundle's output folder. The content travels base64-encoded
+ * through one `node -e`, so no shell quoting can alter it, on any platform local bundling runs on.
+ */
+function writeFilesCommands(outputDir: string, files: Readonly<Record<string, string>>): string[] {
+  return Object.entries(files).map(([name, content]) => {
+    if (!/^[\w.-]+$/.test(name)) throw new Error(`bundled file name "${name}" must be a plain file name`);
+    const encoded = Buffer.from(content, 'utf8').toString('base64');
+    return (
+      `node -e "require('node:fs').writeFileSync(require('node:path').join(process.argv[1], process.argv[2]), ` +
+      `Buffer.from(process.argv[3], 'base64'))" "${outputDir}" "${name}" "${encoded}"`
+    );
+  });
 }
 
 /** NodejsFunction bundling options for a handler. */
@@ -95,6 +112,16 @@ export function lambdaBundling(settings: BundleSettings): BundlingOptions {
     banner: ESM_REQUIRE_BANNER,
     logLevel: LogLevel.WARNING,
     esbuildArgs: { '--alias': [`${TOOLS_IMPORT}=${settings.toolsModule}`] },
+    ...(settings.files && Object.keys(settings.files).length > 0
+      ? {
+          commandHooks: {
+            beforeBundling: () => [],
+            beforeInstall: () => [],
+            afterBundling: (_inputDir: string, outputDir: string) =>
+              writeFilesCommands(outputDir, settings.files!),
+          },
+        }
+      : {}),
   };
 }
 

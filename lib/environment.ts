@@ -1,6 +1,7 @@
 import { Stack } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { COMMIT_RESERVE, type LedgerSettings, ToolLedgerConfigError } from './settings';
+import { splitTenants, TENANTS_FILE, TENANTS_FILE_PATH } from './tenant-bindings';
 
 /**
  * The environment each Lambda reads through functions/config.ts. Variable names are the contract with
@@ -40,7 +41,12 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     NODE_OPTIONS: '--enable-source-maps',
   };
   for (const name of Object.keys(settings.environment)) {
-    if (name in owned || name === 'TOOL_LEDGER_IAM_TENANTS' || name === 'TOOL_LEDGER_QUEUE_TENANTS') {
+    if (
+      name in owned ||
+      name === 'TOOL_LEDGER_IAM_TENANTS' ||
+      name === 'TOOL_LEDGER_IAM_TENANTS_FILE' ||
+      name === 'TOOL_LEDGER_QUEUE_TENANTS'
+    ) {
       throw new ToolLedgerConfigError([
         `environment sets ${name}, which ToolLedger sets from its props: use the matching prop.`,
       ]);
@@ -51,10 +57,20 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
 
 /**
  * The API's tenant binding: tenant → role → IAM principal ARNs (SPEC §1: the tenant is derived from
- * the authenticated caller). Rendered with `toJsonString` so role ARNs of the same app resolve.
+ * the authenticated caller). ARNs known at synth are in the bundled file (lib/tenant-bindings.ts);
+ * the variable holds the rest, rendered with `toJsonString` so role ARNs of the same app resolve.
  */
 export function apiEnvironment(scope: Construct, settings: LedgerSettings): Record<string, string> {
-  return { TOOL_LEDGER_IAM_TENANTS: Stack.of(scope).toJsonString(settings.tenants) };
+  const { deployTime } = splitTenants(settings.tenants);
+  return {
+    TOOL_LEDGER_IAM_TENANTS_FILE: TENANTS_FILE_PATH,
+    TOOL_LEDGER_IAM_TENANTS: Stack.of(scope).toJsonString(deployTime),
+  };
+}
+
+/** Files bundled with the API handler: the synth-time part of the tenant map. */
+export function apiBundledFiles(settings: LedgerSettings): Record<string, string> {
+  return { [TENANTS_FILE]: JSON.stringify(splitTenants(settings.tenants).bundled) };
 }
 
 /** The executor's queue binding (SPEC §6): a message naming another tenant is not run. */

@@ -1,5 +1,6 @@
 import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -36,6 +37,18 @@ export interface HandlerFunctionProps {
   reservedConcurrentExecutions?: number;
   /** Retries of asynchronous invocations. @default Lambda's default (2) */
   retryAttempts?: number;
+  /** Run in these subnets with these security groups (egress control). @default no VPC */
+  network?: HandlerNetwork;
+}
+
+/** Where a handler runs when it must not reach the internet directly. */
+export interface HandlerNetwork {
+  /** The VPC. */
+  readonly vpc: IVpc;
+  /** Subnets of `vpc` (private, with a NAT or endpoints for DynamoDB and SQS). @default private subnets */
+  readonly subnets?: SubnetSelection;
+  /** Security groups whose egress rules decide what the handler reaches. @default one that allows all egress */
+  readonly securityGroups?: readonly ISecurityGroup[];
 }
 
 /** A NodejsFunction with its own role and log group. */
@@ -73,6 +86,9 @@ export class HandlerFunction extends Construct {
       tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       retryAttempts: props.retryAttempts,
+      vpc: props.network?.vpc,
+      vpcSubnets: props.network?.subnets,
+      securityGroups: props.network ? [...(props.network.securityGroups ?? [])] : undefined,
       projectRoot: project.projectRoot,
       depsLockFilePath: project.lockFile,
       bundling: props.bundling,
@@ -83,10 +99,28 @@ export class HandlerFunction extends Construct {
         'Node.js 22 is pinned on purpose: the bundles are built with esbuild target node22 and the handlers ' +
         'are tested on that line; moving to a newer runtime is a deliberate, tested change, not a default.',
     });
-    if (props.tracing) {
+    if (props.network) {
+      // What AWSLambdaVPCAccessExecutionRole grants, inline: the role has no AWS managed policy.
+      this.role.addToPolicy(
+        new PolicyStatement({
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      );
+    }
+    if (props.tracing || props.network) {
       Validations.of(this.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions.',
+        reason:
+          'X-Ray PutTraceSegments/PutTelemetryRecords and the EC2 network-interface actions a function in a VPC ' +
+          'needs (what AWSLambdaVPCAccessExecutionRole grants) support no resource-level permissions.',
       });
     }
   }

@@ -1,4 +1,4 @@
-import { type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Annotations, type RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -19,13 +19,17 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import { apiResourcePolicy, principalsFor, RESOURCE_POLICY_MAX_LENGTH } from './api-resource-policy';
 import { acknowledgeWildcardResources } from './nag';
 import { LEDGER_ROUTES, type LedgerRole, type LedgerRoute, routeArnPath, routesOf } from './routes';
+import { type ResolvedTenant, type Throttling, ToolLedgerConfigError } from './settings';
 
 /**
- * The REST API of SPEC §5: IAM (SigV4) authorization on every method, one IAM policy per role that
- * allows `execute-api:Invoke` on that role's routes only, access logs without bodies or headers, and
- * gateway-made errors shaped like the handler's (`application/problem+json` with a stable `code`).
+ * The REST API of SPEC §5: IAM (SigV4) authorization on every method, a resource policy from the tenant
+ * map (lib/api-resource-policy.ts: each route only for the principals of its roles), one IAM policy per
+ * role that allows `execute-api:Invoke` on that role's routes only, stage and reconcile-route
+ * throttling, access logs without bodies or headers, and gateway-made errors shaped like the handler's
+ * (`application/problem+json` with a stable `code`).
  */
 
 /** Stage the API is deployed to; part of the base URL. */
@@ -41,19 +45,32 @@ export interface LedgerApiProps {
   removalPolicy: RemovalPolicy;
   /** Active X-Ray tracing on the stage. */
   tracing: boolean;
-  /** Stage-wide throttling, if any. */
-  throttling: { rateLimit: number; burstLimit: number } | undefined;
+  /** The REST API's name: the instance's name, so two deployments in one account are told apart. */
+  name: string;
+  /** Who may call which route (the resource policy). */
+  tenants: Readonly<Record<string, ResolvedTenant>>;
+  /** Stage-wide throttling (requests per second, and bucket size). */
+  throttling: Throttling;
+  /** Throttling of `POST /v1/reconciliations`, which runs a whole reconciler pass. */
+  reconcileThrottling: Throttling;
+  /** Per-method CloudWatch metrics (billed as custom metrics); API-wide metrics are always there. */
+  detailedMetrics: boolean;
+  /** Execution logs (errors only); needs the account's API Gateway logging role. */
+  executionLogging: boolean;
   /** Create the account-level role API Gateway needs to write execution logs. */
   cloudWatchRole: boolean;
   /** A WAFv2 web ACL to associate with the stage. */
   webAclArn: string | undefined;
 }
 
+/** The route whose method limit is lower than the stage's: each call runs a reconciler pass. */
+const RECONCILE_ROUTE = LEDGER_ROUTES.find((route) => route.path === '/v1/reconciliations')!;
+
 /**
  * Errors API Gateway produces before the handler runs, with the handler's codes (SPEC §5 table).
  * `MISSING_AUTHENTICATION_TOKEN` is also what API Gateway answers for a route that does not exist.
  */
-const GATEWAY_ERRORS: ReadonlyArray<{ type: ResponseType; status: string; code: string }> = [
+const GATEWAY_ERRORS: ReadonlyArray<{ type: ResponseType; status?: string; code: string }> = [
   { type: ResponseType.MISSING_AUTHENTICATION_TOKEN, status: '401', code: 'unauthenticated' },
   { type: ResponseType.INVALID_SIGNATURE, status: '401', code: 'unauthenticated' },
   { type: ResponseType.EXPIRED_TOKEN, status: '401', code: 'unauthenticated' },
@@ -63,7 +80,13 @@ const GATEWAY_ERRORS: ReadonlyArray<{ type: ResponseType; status: string; code: 
   { type: ResponseType.REQUEST_TOO_LARGE, status: '413', code: 'payload_too_large' },
   { type: ResponseType.UNSUPPORTED_MEDIA_TYPE, status: '415', code: 'unsupported_media_type' },
   { type: ResponseType.THROTTLED, status: '429', code: 'throttled' },
+  { type: ResponseType.QUOTA_EXCEEDED, status: '429', code: 'throttled' },
+  { type: ResponseType.WAF_FILTERED, status: '403', code: 'forbidden' },
+  { type: ResponseType.RESOURCE_NOT_FOUND, status: '404', code: 'not_found' },
   { type: ResponseType.INTEGRATION_TIMEOUT, status: '504', code: 'gateway_timeout' },
+  // Everything else keeps the status API Gateway chose and still answers problem+json.
+  { type: ResponseType.DEFAULT_4XX, code: 'request_refused' },
+  { type: ResponseType.DEFAULT_5XX, code: 'gateway_error' },
 ];
 
 const ROUTE_WILDCARD_REASON =
@@ -84,32 +107,60 @@ export class LedgerApi extends Construct {
   readonly accessLogs: LogGroup;
   /** One managed policy per role; attach it to the role of each principal bound to that role. */
   readonly policies: Readonly<Record<LedgerRole, ManagedPolicy>>;
+  private readonly tenants: Readonly<Record<string, ResolvedTenant>>;
 
   constructor(scope: Construct, id: string, props: LedgerApiProps) {
     super(scope, id);
+    this.tenants = props.tenants;
     this.accessLogs = new LogGroup(this, 'AccessLogs', {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });
+    const policy = apiResourcePolicy(props.tenants, API_STAGE);
+    const methodSettings = {
+      loggingLevel: props.executionLogging ? MethodLoggingLevel.ERROR : MethodLoggingLevel.OFF,
+      dataTraceEnabled: false,
+      metricsEnabled: props.detailedMetrics,
+    };
     this.api = new RestApi(this, 'Api', {
+      restApiName: props.name,
       description: 'tool-ledger: run AI agents tool calls at most once (SigV4-signed requests only)',
       endpointTypes: [EndpointType.REGIONAL],
       cloudWatchRole: props.cloudWatchRole,
       cloudWatchRoleRemovalPolicy: props.cloudWatchRole ? props.removalPolicy : undefined,
       defaultMethodOptions: { authorizationType: AuthorizationType.IAM },
+      policy,
       deployOptions: {
         stageName: API_STAGE,
         accessLogDestination: new LogGroupLogDestination(this.accessLogs),
         accessLogFormat: accessLogFormat(),
-        // Execution logs at ERROR only, and never request/response data (SPEC §9: data tracing off).
-        loggingLevel: MethodLoggingLevel.ERROR,
-        dataTraceEnabled: false,
-        metricsEnabled: true,
+        // Execution logs at ERROR at most, and never request/response data (SPEC §9: data tracing off).
+        ...methodSettings,
         tracingEnabled: props.tracing,
-        throttlingRateLimit: props.throttling?.rateLimit,
-        throttlingBurstLimit: props.throttling?.burstLimit,
+        throttlingRateLimit: props.throttling.rateLimit,
+        throttlingBurstLimit: props.throttling.burstLimit,
+        methodOptions: {
+          // A method setting replaces the stage's for that method, so it restates the logging choices.
+          [`${RECONCILE_ROUTE.path}/${RECONCILE_ROUTE.method}`]: {
+            ...methodSettings,
+            throttlingRateLimit: props.reconcileThrottling.rateLimit,
+            throttlingBurstLimit: props.reconcileThrottling.burstLimit,
+          },
+        },
       },
     });
+    // A REST API's resource policy takes effect only with a new deployment: tie the deployment's
+    // identity to the policy, so a change of tenants redeploys the stage.
+    this.api.latestDeployment?.addToLogicalId({ policy: Stack.of(this).resolve(policy.toJSON()) });
+    const policyLength = JSON.stringify(Stack.of(this).resolve(policy.toJSON())).length;
+    if (policyLength > RESOURCE_POLICY_MAX_LENGTH) {
+      Annotations.of(this).addWarningV2(
+        'tool-ledger:resource-policy-length',
+        `The API's resource policy is about ${policyLength} characters, over API Gateway's default quota of ` +
+          `${RESOURCE_POLICY_MAX_LENGTH}: request a higher "Length, in characters, of API Gateway resource policy" ` +
+          'quota before deploying, or bind fewer principals (one role per tenant and role).',
+      );
+    }
     // The stack outputs the URL once, as ApiUrl; RestApi's own Endpoint output would repeat it.
     this.api.node.tryRemoveChild('Endpoint');
     this.addRoutes(props.handler);
@@ -137,6 +188,15 @@ export class LedgerApi extends Construct {
       reason:
         'The API authorizes with IAM (SigV4) on every method by design (SPEC §1: tenants are IAM principals); Cognito does not apply.',
     });
+    if (!props.executionLogging) {
+      Validations.of(this.api).acknowledge({
+        id: 'AwsSolutions-APIG6',
+        reason:
+          'Execution logs need the account-wide API Gateway logging role, which one instance must not own for ' +
+          'all; every request is still in the access logs (status, principal, integration request ID). Turn on ' +
+          'apiExecutionLogging where the account has the role.',
+      });
+    }
     if (props.cloudWatchRole) {
       Validations.of(this.api).acknowledge({
         id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
@@ -150,6 +210,34 @@ export class LedgerApi extends Construct {
   /** Allow a principal to call the routes of a role. */
   grant(role: LedgerRole, grantee: IGrantable): Grant {
     const resourceArns = this.routeArns(role);
+    const principalAccount = grantee.grantPrincipal.principalAccount;
+    const account = Stack.of(this).account;
+    if (
+      principalAccount !== undefined &&
+      !Token.isUnresolved(principalAccount) &&
+      !Token.isUnresolved(account) &&
+      principalAccount !== account
+    ) {
+      // CDK would accept the grant and attach nothing: a role of another account is immutable here.
+      throw new ToolLedgerConfigError([
+        `grant${capitalize(role)}: ${describePrincipal(grantee)} is in account ${principalAccount}, and this app ` +
+          `deploys to ${account}, so no policy can be attached to it from here. Bind its ARN in tenants (the ` +
+          "API's resource policy then admits it on the routes of its roles) and attach an identity policy in " +
+          'its own account that allows execute-api:Invoke on this API.',
+      ]);
+    }
+    const arn = describePrincipal(grantee);
+    if (arn.startsWith('arn:') || Token.isUnresolved(arn)) {
+      if (!principalsFor(this.tenants, [role]).includes(arn)) {
+        // The identity policy alone gets it nowhere: the resource policy denies principals not bound.
+        Annotations.of(this).addWarningV2(
+          'tool-ledger:grant-unbound',
+          `grant${capitalize(role)}: ${Token.isUnresolved(arn) ? 'this role' : arn} is not bound as an ${role} in ` +
+            "tenants, so the API's resource policy still refuses it: add it to a tenant's " +
+            `${role}s.`,
+        );
+      }
+    }
     const grant = Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns });
     if (grantee instanceof Construct)
       acknowledgeWildcardResources(grantee, resourceArns, ROUTE_WILDCARD_REASON);
@@ -225,7 +313,8 @@ export class LedgerApi extends Construct {
         responseHeaders: { 'Content-Type': "'application/problem+json'" },
         templates: {
           'application/json':
-            `{"type":"about:blank","title":$context.error.messageString,"status":${error.status},` +
+            `{"type":"about:blank","title":$context.error.messageString,` +
+            (error.status !== undefined ? `"status":${error.status},` : '') +
             `"code":"${error.code}","request_id":"$context.requestId"}`,
         },
       });
@@ -246,6 +335,8 @@ function accessLogFormat(): AccessLogFormat {
   return AccessLogFormat.custom(
     JSON.stringify({
       requestId: AccessLogField.contextRequestId(),
+      // The handler's Lambda request ID: joins an access log line with the handler's log lines.
+      integrationRequestId: '$context.integration.requestId',
       requestTime: AccessLogField.contextRequestTimeEpoch(),
       principal: AccessLogField.contextIdentityUserArn(),
       sourceIp: AccessLogField.contextIdentitySourceIp(),
@@ -261,6 +352,12 @@ function accessLogFormat(): AccessLogFormat {
       errorType: AccessLogField.contextErrorResponseType(),
     }),
   );
+}
+
+/** A principal as a person would name it in an error: its ARN when it has one. */
+function describePrincipal(grantee: IGrantable): string {
+  const principal = grantee.grantPrincipal as { roleArn?: string; userArn?: string };
+  return principal.roleArn ?? principal.userArn ?? String(grantee.grantPrincipal);
 }
 
 function capitalize(text: string): string {

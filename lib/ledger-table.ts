@@ -1,7 +1,14 @@
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  type ITable,
+  ProjectionType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
+import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 
 /**
@@ -31,43 +38,62 @@ export type TableIndex = 'attention' | 'unresolved';
 export interface LedgerTableProps {
   /** RETAIN also turns on deletion protection. */
   removalPolicy: RemovalPolicy;
+  /**
+   * A table the platform team manages, with {@link TABLE_SCHEMA}'s keys, TTL and both GSIs (synth cannot
+   * see an imported table's schema: the handlers fail at their first write if it differs).
+   */
+  existingTable?: ITable;
+  /** The key of `existingTable`, or the key to encrypt a new table with. */
+  existingKey?: IKey;
 }
 
 /** The table with its customer-managed key. */
 export class LedgerTable extends Construct {
   /** The DynamoDB table. */
-  readonly table: Table;
-  /** The customer-managed key that encrypts the table, its indexes and its backups. */
-  readonly key: Key;
+  readonly table: ITable;
+  /**
+   * The customer-managed key that encrypts the table, its indexes and its backups; undefined for a
+   * brought table encrypted with an AWS owned or managed key.
+   */
+  readonly key: IKey | undefined;
 
   constructor(scope: Construct, id: string, props: LedgerTableProps) {
     super(scope, id);
+    if (props.existingTable) {
+      this.table = props.existingTable;
+      this.key = props.existingKey ?? props.existingTable.encryptionKey;
+      return;
+    }
     const retain = props.removalPolicy !== RemovalPolicy.DESTROY;
-    this.key = new Key(this, 'Key', {
-      description: 'tool-ledger: encrypts the operations ledger table',
-      enableKeyRotation: true,
-      pendingWindow: Duration.days(retain ? 30 : 7),
-      removalPolicy: props.removalPolicy,
-    });
-    this.table = new Table(this, 'Table', {
+    const key =
+      props.existingKey ??
+      new Key(this, 'Key', {
+        description: 'tool-ledger: encrypts the operations ledger table',
+        enableKeyRotation: true,
+        pendingWindow: Duration.days(retain ? 30 : 7),
+        removalPolicy: props.removalPolicy,
+      });
+    this.key = key;
+    const table = new Table(this, 'Table', {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
       sortKey: { name: TABLE_SCHEMA.sortKey, type: AttributeType.STRING },
       billingMode: BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: TableEncryption.CUSTOMER_MANAGED,
-      encryptionKey: this.key,
+      encryptionKey: key,
       deletionProtection: retain,
       removalPolicy: props.removalPolicy,
     });
     for (const index of [TABLE_SCHEMA.attentionIndex, TABLE_SCHEMA.unresolvedIndex]) {
-      this.table.addGlobalSecondaryIndex({
+      table.addGlobalSecondaryIndex({
         indexName: index.name,
         partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
         sortKey: { name: index.sortKey, type: AttributeType.NUMBER },
         projectionType: ProjectionType.ALL,
       });
     }
+    this.table = table;
   }
 
   /**
@@ -90,7 +116,12 @@ export class LedgerTable extends Construct {
    * Allow exactly these item actions on the table and `Query` on these indexes, plus the use of the
    * table's key through DynamoDB only.
    */
-  grant(grantee: IGrantable, actions: readonly TableAccess[], indexes: readonly TableIndex[]): void {
+  grant(
+    grantee: IGrantable,
+    actions: readonly TableAccess[],
+    indexes: readonly TableIndex[],
+    scannedIndexes: readonly TableIndex[] = [],
+  ): void {
     const principal = grantee.grantPrincipal;
     if (actions.length > 0) {
       principal.addToPrincipalPolicy(
@@ -110,6 +141,18 @@ export class LedgerTable extends Construct {
         }),
       );
     }
+    if (scannedIndexes.length > 0) {
+      // The reconciler counts the sparse unresolved index after each pass (the open-operations gauge):
+      // its cost grows with the unresolved operations, never with the table.
+      principal.addToPrincipalPolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['dynamodb:Scan'],
+          resources: scannedIndexes.map((index) => `${this.table.tableArn}/index/${index}`),
+        }),
+      );
+    }
+    if (this.key === undefined) return;
     principal.addToPrincipalPolicy(
       new PolicyStatement({
         effect: Effect.ALLOW,

@@ -24,6 +24,11 @@ import { METRICS_NAMESPACE } from './environment';
  */
 
 /**
+ * `OpenUnresolved` and `OpenNeedsReconciliation` are gauges: the reconciler counts the unresolved
+ * index after every pass and emits the current stock (zero included), so an alarm on them stays in
+ * ALARM for as long as an operation is stuck, unlike a count of transitions that returns to OK five
+ * minutes later.
+ *
  * Metric names the handlers emit (EMF, namespace `ToolLedger`, dimension `service` = the service name).
  * Alarms read the `service`-only dimension set; per-tool series (`service`, `tool`) are for the dashboard.
  */
@@ -38,6 +43,8 @@ export const LEDGER_METRICS = {
   unresolvedOperations: 'UnresolvedOperations',
   needsReconciliation: 'NeedsReconciliation',
   reconciliationLatency: 'ReconciliationLatency',
+  openUnresolved: 'OpenUnresolved',
+  openNeedsReconciliation: 'OpenNeedsReconciliation',
 } as const;
 
 /** What the alarms watch. */
@@ -46,8 +53,8 @@ export interface LedgerMonitoringProps {
   serviceName: string;
   /** The API. */
   api: RestApi;
-  /** The handlers, by name. */
-  functions: Readonly<{ api: IFunction; executor: IFunction; reconciler: IFunction }>;
+  /** The handlers, by name, with their timeouts. */
+  functions: Readonly<Record<'api' | 'executor' | 'reconciler', { fn: IFunction; timeout: Duration }>>;
   /** Work queue. */
   queue: IQueue;
   /** Dead-letter queue. */
@@ -60,9 +67,18 @@ export interface LedgerMonitoringProps {
   reconciliationLatencyThreshold: Duration;
   /** Alarm when the oldest work message is older than this. */
   queueAgeThreshold: Duration;
+  /** Alarm when more than this fraction of API responses are 5xx, two periods in a row. */
+  apiServerErrorRate: number;
+  /** Alarm when the API's p99 latency stays above this for 15 minutes. */
+  apiLatencyThreshold: Duration;
+  /** Alarm when the oldest dead letter is older than this (before SQS deletes it). */
+  deadLetterAgeThreshold: Duration;
   /** Where alarm and OK notifications go. */
-  alarmTopic: ITopic | undefined;
+  alarmTopic: ITopic;
 }
+
+/** A handler whose slowest invocation reaches this share of its timeout is about to be cut off. */
+const NEAR_TIMEOUT = 0.9;
 
 /** The alarms (by name) and the dashboard. */
 export class LedgerMonitoring extends Construct {
@@ -100,10 +116,8 @@ export class LedgerMonitoring extends Construct {
         treatMissingData: options.missing ?? TreatMissingData.NOT_BREACHING,
         alarmDescription: description,
       });
-      if (props.alarmTopic) {
-        created.addAlarmAction(new SnsAction(props.alarmTopic));
-        created.addOkAction(new SnsAction(props.alarmTopic));
-      }
+      created.addAlarmAction(new SnsAction(props.alarmTopic));
+      created.addOkAction(new SnsAction(props.alarmTopic));
       alarms[name] = created;
       return created;
     };
@@ -132,9 +146,31 @@ export class LedgerMonitoring extends Construct {
     );
     alarm(
       'NeedsReconciliation',
-      ledger(LEDGER_METRICS.needsReconciliation, 'Sum'),
+      ledger(LEDGER_METRICS.openNeedsReconciliation, 'Maximum'),
       1,
-      'An operation moved to needs_reconciliation: the reconciler could not decide and an operator must resolve it. List them with GET /v1/operations?state=needs_reconciliation, resolve with POST /v1/operations/{id}/resolution.',
+      'At least one operation is in needs_reconciliation (a gauge the reconciler emits every pass): the reconciler could not decide and an operator must resolve it. List them with GET /v1/operations?state=needs_reconciliation, resolve with POST /v1/operations/{id}/resolution. The alarm stays on until none is left.',
+      // No data means no pass (ReconcilerStalled says so): keep the last state rather than turn OK.
+      { missing: TreatMissingData.IGNORE },
+    );
+    alarm(
+      'DeadLetterAge',
+      props.deadLetterQueue.metricApproximateAgeOfOldestMessage({ period: five, statistic: 'Maximum' }),
+      props.deadLetterAgeThreshold.toSeconds(),
+      'A dead letter has waited long: SQS deletes it at the DLQ retention, and with it the evidence. Inspect and redrive or purge it.',
+    );
+    alarm(
+      'ApiServerErrors',
+      props.api.metricServerError({ period: five, statistic: 'Average' }),
+      props.apiServerErrorRate,
+      'Too many API responses are 5xx: 503 ledger_unavailable (DynamoDB throttled or unreachable), 504 gateway timeouts, or handler failures. See the access logs by status and the API handler logs.',
+      { periods: 2 },
+    );
+    alarm(
+      'ApiLatency',
+      props.api.metricLatency({ period: five, statistic: 'p99' }),
+      props.apiLatencyThreshold.toMilliseconds(),
+      'The API p99 latency is high: synchronous tools are slow, or DynamoDB is throttling. Slow tools are better queued (Prefer: respond-async).',
+      { periods: 3 },
     );
     alarm(
       'LateOutcomes',
@@ -151,7 +187,7 @@ export class LedgerMonitoring extends Construct {
     );
     alarm(
       'ReconcilerStalled',
-      props.functions.reconciler.metricInvocations({
+      props.functions.reconciler.fn.metricInvocations({
         period: Duration.minutes(Math.max(10, props.reconcileInterval.toMinutes() * 3)),
         statistic: 'Sum',
       }),
@@ -159,8 +195,14 @@ export class LedgerMonitoring extends Construct {
       'The reconciler has not run for three intervals: uncertain operations are not being decided.',
       { below: true, missing: TreatMissingData.BREACHING },
     );
-    for (const [name, fn] of Object.entries(props.functions)) {
+    for (const [name, { fn, timeout }] of Object.entries(props.functions)) {
       const label = capitalize(name);
+      alarm(
+        `${label}NearTimeout`,
+        fn.metricDuration({ period: five, statistic: 'Maximum' }),
+        Math.floor(timeout.toMilliseconds() * NEAR_TIMEOUT),
+        `The ${name} handler ran for ${NEAR_TIMEOUT * 100}% of its ${timeout.toSeconds()} s timeout: the next slow invocation is cut off mid-work (leases expire, passes stop early). Find the slow dependency in its logs.`,
+      );
       alarm(
         `${label}Errors`,
         fn.metricErrors({ period: five, statistic: 'Sum' }),
@@ -186,7 +228,7 @@ export class LedgerMonitoring extends Construct {
         label,
         period: five,
       });
-    const fns = Object.entries(props.functions);
+    const fns = Object.entries(props.functions).map(([name, handler]) => [name, handler.fn] as const);
     this.dashboard = new Dashboard(this, 'Dashboard', {
       widgets: [
         [new AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(alarms), width: 24 })],
@@ -232,10 +274,11 @@ export class LedgerMonitoring extends Construct {
             width: 8,
           }),
           new GraphWidget({
-            title: 'Unresolved and needs_reconciliation',
+            title: 'Open unresolved and needs_reconciliation',
             left: [
+              ledger(LEDGER_METRICS.openUnresolved, 'Maximum'),
+              ledger(LEDGER_METRICS.openNeedsReconciliation, 'Maximum'),
               ledger(LEDGER_METRICS.unresolvedOperations, 'Maximum'),
-              ledger(LEDGER_METRICS.needsReconciliation, 'Maximum'),
             ],
             width: 8,
           }),

@@ -1,7 +1,9 @@
-import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
+import { checkBinding } from './principal-binding';
 import { checkRetention } from './retention-check';
+import { splitTenants } from './tenant-bindings';
 import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger';
 
 /**
@@ -26,10 +28,6 @@ export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Tool names (SPEC §4). */
 const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
 
-/** IAM users and roles, and assumed-role sessions (what `requestContext.identity.userArn` holds). */
-const PRINCIPAL_ARN_PATTERN =
-  /^arn:aws[a-z-]*:(iam::\d{12}:(role|user)\/[\w+=,.@/-]+|sts::\d{12}:assumed-role\/[\w+=,.@-]+\/[\w+=,.@-]+)$/;
-
 /** API Gateway's default integration timeout for REST APIs. */
 const API_GATEWAY_TIMEOUT = Duration.seconds(29);
 
@@ -38,6 +36,9 @@ export const COMMIT_RESERVE = Duration.seconds(2);
 
 /** Lambda's environment is 4 KB in all; the tenant map must leave room for the other variables. */
 const MAX_TENANTS_JSON = 3_072;
+
+/** A role ARN with its JSON quotes and comma, for sizing ARNs that are still tokens at synth. */
+const ESTIMATED_ARN_LENGTH = 80;
 
 /** A tenant's principals with every role present. */
 export interface ResolvedTenant {
@@ -79,17 +80,44 @@ export interface LedgerSettings {
   logRetention: RetentionDays;
   tracing: boolean;
   serviceName: string;
-  apiThrottling: { rateLimit: number; burstLimit: number } | undefined;
+  apiThrottling: Throttling;
+  reconcileThrottling: Throttling;
   apiCloudWatchRole: boolean;
+  apiExecutionLogging: boolean;
+  apiDetailedMetrics: boolean;
   webAclArn: string | undefined;
   bundleAwsSdk: boolean;
   unresolvedThreshold: number;
   reconciliationLatencyThreshold: Duration;
   queueAgeThreshold: Duration;
+  apiServerErrorRate: number;
+  apiLatencyThreshold: Duration;
+  deadLetterAgeThreshold: Duration;
+}
+
+/** Requests per second and burst (token bucket size) of an API Gateway limit. */
+export interface Throttling {
+  readonly rateLimit: number;
+  readonly burstLimit: number;
+}
+
+/** Stage-wide default: far below the account's 10,000 requests per second, shared by every API. */
+export const DEFAULT_API_THROTTLING: Throttling = { rateLimit: 100, burstLimit: 200 };
+
+/** `POST /v1/reconciliations` runs a whole pass; one a second is plenty for a person at a CLI. */
+export const DEFAULT_RECONCILE_THROTTLING: Throttling = { rateLimit: 1, burstLimit: 2 };
+
+/** What only the construct knows (its place in the tree), needed for some defaults. */
+export interface SettingsContext {
+  /** Default of `serviceName`: unique per instance (see {@link instanceName}). */
+  defaultServiceName: string;
 }
 
 /** Apply defaults and check every rule; throws {@link ToolLedgerConfigError} listing all problems. */
-export function resolveSettings(props: ToolLedgerProps): LedgerSettings {
+export function resolveSettings(
+  props: ToolLedgerProps,
+  context: SettingsContext = { defaultServiceName: 'tool-ledger' },
+): LedgerSettings {
   const problems: string[] = [];
   const tenants = resolveTenants(props.tenants ?? {}, problems);
   const executorTimeout = props.executorTimeout ?? Duration.minutes(2);
@@ -130,16 +158,26 @@ export function resolveSettings(props: ToolLedgerProps): LedgerSettings {
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     logRetention: props.logRetention ?? RetentionDays.THREE_MONTHS,
     tracing: props.tracing ?? false,
-    serviceName: props.serviceName ?? 'tool-ledger',
-    apiThrottling: props.apiThrottling,
-    apiCloudWatchRole: props.apiCloudWatchRole ?? true,
+    serviceName: props.serviceName ?? context.defaultServiceName,
+    apiThrottling: props.apiThrottling ?? DEFAULT_API_THROTTLING,
+    reconcileThrottling: props.reconcileThrottling ?? DEFAULT_RECONCILE_THROTTLING,
+    apiCloudWatchRole: props.apiCloudWatchRole ?? false,
+    apiExecutionLogging: props.apiExecutionLogging ?? props.apiCloudWatchRole ?? false,
+    apiDetailedMetrics: props.apiDetailedMetrics ?? false,
     webAclArn: props.webAclArn,
     bundleAwsSdk: props.bundleAwsSdk ?? false,
     unresolvedThreshold: props.alarmThresholds?.unresolvedOperations ?? 50,
     reconciliationLatencyThreshold: props.alarmThresholds?.reconciliationLatency ?? Duration.minutes(10),
     queueAgeThreshold: props.alarmThresholds?.queueAge ?? Duration.minutes(15),
+    apiServerErrorRate: props.alarmThresholds?.apiServerErrorRate ?? 0.05,
+    apiLatencyThreshold: props.alarmThresholds?.apiLatencyP99 ?? Duration.seconds(20),
+    // Half the DLQ's retention: someone looks at a dead letter well before SQS deletes the evidence.
+    deadLetterAgeThreshold:
+      props.alarmThresholds?.deadLetterAge ??
+      Duration.seconds(Math.floor((props.deadLetterRetention ?? Duration.days(14)).toSeconds() / 2)),
   };
   checkQueues(settings, problems);
+  checkApi(settings, problems);
   checkTimes(settings, problems);
   checkTools(settings, problems);
   problems.push(
@@ -157,6 +195,11 @@ export function resolveSettings(props: ToolLedgerProps): LedgerSettings {
       );
     }
   }
+  if ((props.queue === undefined) !== (props.deadLetterQueue === undefined)) {
+    problems.push(
+      'queue and deadLetterQueue go together: bring both (the work queue redriving to the DLQ), or neither.',
+    );
+  }
   if (problems.length > 0) throw new ToolLedgerConfigError(problems);
   return settings;
 }
@@ -166,7 +209,7 @@ function resolveTenants(
   problems: string[],
 ): Record<string, ResolvedTenant> {
   const tenants: Record<string, ResolvedTenant> = {};
-  const owner = new Map<string, string>();
+  const owner = new Map<string, { tenant: string; arn: string }>();
   for (const [tenant, principals] of Object.entries(input)) {
     if (!TENANT_PATTERN.test(tenant)) {
       problems.push(`tenant "${tenant}" is not a valid label: use 1 to 128 characters of [A-Za-z0-9._:-].`);
@@ -177,28 +220,35 @@ function resolveTenants(
       operators: [...(principals.operators ?? [])],
     };
     for (const arn of new Set([...resolved.agents, ...resolved.approvers, ...resolved.operators])) {
-      if (!Token.isUnresolved(arn) && !PRINCIPAL_ARN_PATTERN.test(arn)) {
+      const check = checkBinding(tenant, arn);
+      if (!check.ok) {
+        problems.push(check.problem);
+        continue;
+      }
+      // Compared as the handler compares callers: `role/teams/x` and `role/x` are one role.
+      const previous = owner.get(check.canonical);
+      if (previous !== undefined && previous.tenant !== tenant) {
+        const same = previous.arn === arn ? `"${arn}"` : `"${previous.arn}" and "${arn}" (one role)`;
         problems.push(
-          `tenant "${tenant}" lists "${arn}", which is not an IAM role, user or assumed-role ARN ` +
-            '(arn:aws:iam::<account>:role/<name>, ...:user/<name>, arn:aws:sts::<account>:assumed-role/<role>/<session>).',
+          `${same} is bound to tenants "${previous.tenant}" and "${tenant}": the API derives the tenant ` +
+            'from the principal, so a principal belongs to exactly one tenant; use one role per tenant.',
         );
       }
-      const previous = owner.get(arn);
-      if (previous !== undefined && previous !== tenant) {
-        problems.push(
-          `"${arn}" is bound to tenants "${previous}" and "${tenant}": the API derives the tenant from the ` +
-            'principal, so a principal belongs to exactly one tenant; use one role per tenant.',
-        );
-      }
-      owner.set(arn, tenant);
+      owner.set(check.canonical, { tenant, arn });
     }
     tenants[tenant] = resolved;
   }
-  const json = JSON.stringify(tenants);
-  if (!Token.isUnresolved(json) && json.length > MAX_TENANTS_JSON) {
+  // Only ARNs resolved at deploy time travel in the environment; the rest is bundled with the code.
+  const deployTime = splitTenants(tenants).deployTime;
+  const count = Object.values(deployTime).reduce(
+    (sum, t) => sum + t.agents.length + t.approvers.length + t.operators.length,
+    0,
+  );
+  if (count * ESTIMATED_ARN_LENGTH > MAX_TENANTS_JSON) {
     problems.push(
-      `the tenant map is ${json.length} characters of JSON, more than ${MAX_TENANTS_JSON} of Lambda's 4 KB ` +
-        'environment: bind roles rather than individual users, or split tenants across deployments.',
+      `${count} principal ARNs of the tenant map are resolved at deploy time (roles of this app), about ` +
+        `${count * ESTIMATED_ARN_LENGTH} characters, more than ${MAX_TENANTS_JSON} of Lambda's 4 KB environment: ` +
+        'write those ARNs out (they are then bundled with the code), or bind fewer roles.',
     );
   }
   return tenants;
@@ -226,6 +276,34 @@ function checkQueues(settings: LedgerSettings, problems: string[]): void {
   }
   if (!isIntIn(settings.attentionShards, 1, 1000)) {
     problems.push(`attentionShards is ${settings.attentionShards}; use an integer from 1 to 1000.`);
+  }
+}
+
+function checkApi(settings: LedgerSettings, problems: string[]): void {
+  for (const [name, limit] of [
+    ['apiThrottling', settings.apiThrottling],
+    ['reconcileThrottling', settings.reconcileThrottling],
+  ] as const) {
+    if (!(limit.rateLimit > 0) || !isIntIn(limit.burstLimit, 1, 5000)) {
+      problems.push(
+        `${name} is ${limit.rateLimit}/s with a burst of ${limit.burstLimit}; use a rate above 0 and a ` +
+          'whole burst from 1 to 5000.',
+      );
+    }
+  }
+  if (settings.reconcileThrottling.rateLimit > settings.apiThrottling.rateLimit) {
+    problems.push('reconcileThrottling allows more than apiThrottling; the stage limit would apply anyway.');
+  }
+  if (!(settings.apiServerErrorRate > 0 && settings.apiServerErrorRate <= 1)) {
+    problems.push(
+      `alarmThresholds.apiServerErrorRate is ${settings.apiServerErrorRate}; use a fraction above 0, at most 1.`,
+    );
+  }
+  if (settings.deadLetterAgeThreshold.toSeconds() >= settings.deadLetterRetention.toSeconds()) {
+    problems.push(
+      'alarmThresholds.deadLetterAge is not below deadLetterRetention: SQS would delete the message before ' +
+        'the alarm fires.',
+    );
   }
 }
 

@@ -1,7 +1,4 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
-import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
-import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import { LEDGER_ROLES } from './routes';
@@ -12,9 +9,9 @@ export interface ToolLedgerStackProps extends StackProps {
   /** The construct's settings. @default the construct's defaults */
   readonly ledger?: ToolLedgerProps;
   /**
-   * E-mail address subscribed to a new, encrypted alarm topic (confirm the subscription mail). Ignored
-   * when `ledger.alarmTopic` is set.
-   * @default no alarm notifications
+   * E-mail address subscribed to the alarm topic (the construct's own, or `ledger.alarmTopic`);
+   * confirm the subscription mail.
+   * @default no subscription: the alarms notify the topic, and you subscribe to it
    */
   readonly alarmEmail?: string;
 }
@@ -29,19 +26,10 @@ export class ToolLedgerStack extends Stack {
 
   constructor(scope: Construct, id: string, props: ToolLedgerStackProps = {}) {
     super(scope, id, { description: 'tool-ledger: makes AI agents tool calls safe to retry', ...props });
-    let alarmTopic = props.ledger?.alarmTopic;
-    if (alarmTopic === undefined && props.alarmEmail !== undefined) {
-      // CloudWatch can publish to an encrypted topic only with a customer-managed key that lets it.
-      const key = new Key(this, 'AlarmTopicKey', {
-        description: 'tool-ledger: encrypts alarm notifications',
-        enableKeyRotation: true,
-      });
-      key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey');
-      const topic = new Topic(this, 'AlarmTopic', { masterKey: key, enforceSSL: true });
-      topic.addSubscription(new EmailSubscription(props.alarmEmail));
-      alarmTopic = topic;
+    this.ledger = new ToolLedger(this, 'ToolLedger', props.ledger);
+    if (props.alarmEmail !== undefined) {
+      this.ledger.alarmTopic.addSubscription(new EmailSubscription(props.alarmEmail));
     }
-    this.ledger = new ToolLedger(this, 'ToolLedger', { ...props.ledger, alarmTopic });
 
     const output = (id: string, value: string, description: string) =>
       new CfnOutput(this, id, { value, description });
@@ -65,6 +53,11 @@ export class ToolLedgerStack extends Stack {
       'ProducerPolicyArn',
       this.ledger.producerPolicy.managedPolicyArn,
       'Attach to roles that send to the work queue',
+    );
+    output(
+      'AlarmTopicArn',
+      this.ledger.alarmTopic.topicArn,
+      'SNS topic every alarm notifies; subscribe to it',
     );
     output('DashboardName', this.ledger.dashboard.dashboardName, 'CloudWatch dashboard');
   }

@@ -1,20 +1,22 @@
 import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
-import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type Grant, type IGrantable, ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import type { Key } from 'aws-cdk-lib/aws-kms';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { AlarmTopic } from './alarm-topic';
 import { lambdaBundling } from './bundling';
-import { apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
-import { HandlerFunction } from './handler-function';
+import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
+import { HandlerFunction, type HandlerNetwork } from './handler-function';
+import { instanceName } from './instance-name';
 import { LedgerApi } from './ledger-api';
 import { LedgerTable } from './ledger-table';
 import { LedgerMonitoring } from './monitoring';
@@ -38,10 +40,14 @@ export interface TenantPrincipals {
  */
 export interface ToolLedgerProps {
   /**
-   * Tenants and the IAM principal ARNs (roles, users, or assumed-role sessions) bound to each role.
-   * The API derives tenant and roles from the caller's principal (SPEC §1); a principal belongs to one
-   * tenant only. The principals also need `execute-api:Invoke`: attach {@link ToolLedger.policies} or
-   * use {@link ToolLedger.grantAgent} and its siblings.
+   * Tenants and the IAM role or user ARNs bound to each role, exactly as IAM shows them (a role's path
+   * included); a role also admits its assumed-role sessions. The API derives tenant and roles from the
+   * caller's principal; a role belongs to one tenant only (session ARNs, and one role under two
+   * tenants, are refused at synth). The API's resource policy is built from this map: on each route
+   * only the principals of the roles that route serves may invoke, whatever their identity policies
+   * say. Same-account principals need nothing more; principals of another account also need an
+   * identity policy in their own account allowing `execute-api:Invoke`. ARNs known at synth are
+   * bundled with the API handler's code, so the map is not bounded by Lambda's 4 KB environment.
    * @default {} (no tenant: every request is 403)
    */
   readonly tenants?: Readonly<Record<string, TenantPrincipals>>;
@@ -140,17 +146,23 @@ export interface ToolLedgerProps {
   /** Active X-Ray tracing on the handlers and the API stage. @default false */
   readonly tracing?: boolean;
   /**
-   * `POWERTOOLS_SERVICE_NAME`, and the `service` dimension the alarms read; change it to run two
-   * deployments in one account and region.
-   * @default 'tool-ledger'
+   * `POWERTOOLS_SERVICE_NAME`, the `service` dimension the alarms read, and the REST API's name. The
+   * default is unique per instance, so several deployments share an account and region without their
+   * alarms reading each other's metrics.
+   * @default the stack name and the construct's path in it, e.g. `ToolLedger-ToolLedger`
    */
   readonly serviceName?: string;
-  /** Stage-wide API throttling. @default the account's API Gateway limits */
+  /**
+   * Stage-wide API throttling (requests per second, burst), so one runaway agent cannot use up the
+   * account's API Gateway and Lambda quotas that every other API shares.
+   * @default { rateLimit: 100, burstLimit: 200 }
+   */
   readonly apiThrottling?: { readonly rateLimit: number; readonly burstLimit: number };
   /**
-   * Create the account-level role API Gateway needs to write execution logs. It is one setting per
-   * account and region: turn this off when another stack already manages it.
-   * @default true
+   * Create `AWS::ApiGateway::Account`, the account-level role API Gateway writes execution logs with.
+   * It is one setting per account and region, shared by every REST API there: deleting the stack that
+   * owns it breaks the others' execution logs. Turn it on in one stack per account only.
+   * @default false
    */
   readonly apiCloudWatchRole?: boolean;
   /** A WAFv2 web ACL (REGIONAL scope) to associate with the API stage. @default none */
@@ -166,17 +178,69 @@ export interface ToolLedgerProps {
     readonly executor?: string;
     readonly reconciler?: string;
   };
-  /** SNS topic for alarm and OK notifications. @default alarms without actions */
+  /**
+   * SNS topic every alarm notifies (ALARM and OK). Subscribe your pager or e-mail to
+   * {@link ToolLedger.alarmTopic}.
+   * @default a new topic, encrypted with its own key that only this account's CloudWatch alarms may use
+   */
   readonly alarmTopic?: ITopic;
-  /** Alarm thresholds. @default 50 unresolved operations, 10 minutes latency, 15 minutes queue age */
+  /** Alarm thresholds. @default see each field */
   readonly alarmThresholds?: {
-    /** Unresolved operations tolerated for 15 minutes. */
+    /** Unresolved operations due in each pass, tolerated for 15 minutes. @default 50 */
     readonly unresolvedOperations?: number;
-    /** p90 reconciliation latency tolerated for 15 minutes. */
+    /** p90 reconciliation latency tolerated for 15 minutes. @default Duration.minutes(10) */
     readonly reconciliationLatency?: Duration;
-    /** Age of the oldest work message. */
+    /** Age of the oldest work message. @default Duration.minutes(15) */
     readonly queueAge?: Duration;
+    /** Share of API responses that are 5xx, two 5-minute periods in a row. @default 0.05 */
+    readonly apiServerErrorRate?: number;
+    /** API p99 latency tolerated for 15 minutes. @default Duration.seconds(20) */
+    readonly apiLatencyP99?: Duration;
+    /** Age of the oldest dead letter. @default half of `deadLetterRetention` (7 days) */
+    readonly deadLetterAge?: Duration;
   };
+
+  // ── Production on AWS: API limits and logs, bring your own resources ─────────────────────────────
+  /**
+   * Throttling of `POST /v1/reconciliations`: each call runs a whole reconciler pass.
+   * @default { rateLimit: 1, burstLimit: 2 }
+   */
+  readonly reconcileThrottling?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * API Gateway execution logs (errors only, never request or response data). They need the account's
+   * API Gateway logging role (`apiCloudWatchRole`, or one another stack set): without it, the stage
+   * fails to deploy. Access logs are always on.
+   * @default the value of `apiCloudWatchRole`
+   */
+  readonly apiExecutionLogging?: boolean;
+  /** Per-method API metrics (billed as custom metrics); API-wide metrics are always there. @default false */
+  readonly apiDetailedMetrics?: boolean;
+  /**
+   * Use this table instead of creating one. It must have the keys, TTL attribute and GSIs of
+   * `TABLE_SCHEMA` (lib/ledger-table.ts); synth cannot see an imported table's schema.
+   * @default a new table (on demand, PITR, customer-managed key)
+   */
+  readonly table?: ITable;
+  /**
+   * The KMS key of `table`, or the key to encrypt the new table with.
+   * @default `table.encryptionKey` for a brought table; a new rotating key otherwise
+   */
+  readonly tableKey?: IKey;
+  /**
+   * Use this work queue instead of creating one; requires `deadLetterQueue`. Its visibility timeout
+   * must be at least six times `executorTimeout` and it must redrive to `deadLetterQueue`.
+   * @default a new queue (SSE, TLS only)
+   */
+  readonly queue?: IQueue;
+  /** The DLQ of `queue` (alarms watch it). @default a new queue */
+  readonly deadLetterQueue?: IQueue;
+  /**
+   * Run the executor, where tools (and `webhook.post`) run, in a VPC, so a platform team controls
+   * their egress with security groups and routes. The subnets need a path to DynamoDB and SQS (NAT or
+   * VPC endpoints).
+   * @default no VPC (the Lambda service's network, egress to anywhere)
+   */
+  readonly executorNetwork?: HandlerNetwork;
 }
 
 /**
@@ -195,13 +259,17 @@ export interface ToolLedgerProps {
  */
 export class ToolLedger extends Construct {
   /** The ledger table. */
-  readonly table: Table;
-  /** The key that encrypts the table. */
-  readonly tableKey: Key;
+  readonly table: ITable;
+  /** The key that encrypts the table (undefined for a brought table without a customer-managed key). */
+  readonly tableKey: IKey | undefined;
   /** The work queue. */
-  readonly queue: Queue;
+  readonly queue: IQueue;
   /** The work queue's DLQ. */
-  readonly deadLetterQueue: Queue;
+  readonly deadLetterQueue: IQueue;
+  /** The topic every alarm notifies. */
+  readonly alarmTopic: ITopic;
+  /** The name of this instance: the REST API's name and the metrics' `service` dimension. */
+  readonly instanceName: string;
   /** The REST API; its `url` ends with the stage, and routes start with `/v1`. */
   readonly api: RestApi;
   /** The API handler. */
@@ -223,9 +291,14 @@ export class ToolLedger extends Construct {
 
   constructor(scope: Construct, id: string, props: ToolLedgerProps = {}) {
     super(scope, id);
-    const settings = resolveSettings(props);
+    const settings = resolveSettings(props, { defaultServiceName: instanceName(this) });
+    this.instanceName = settings.serviceName;
 
-    const ledgerTable = new LedgerTable(this, 'Ledger', { removalPolicy: settings.removalPolicy });
+    const ledgerTable = new LedgerTable(this, 'Ledger', {
+      removalPolicy: settings.removalPolicy,
+      existingTable: props.table,
+      existingKey: props.tableKey,
+    });
     this.table = ledgerTable.table;
     this.tableKey = ledgerTable.key;
 
@@ -234,6 +307,11 @@ export class ToolLedger extends Construct {
       deadLetterRetention: settings.deadLetterRetention,
       visibilityTimeout: settings.visibilityTimeout,
       maxReceiveCount: settings.maxReceiveCount,
+      removalPolicy: settings.removalPolicy,
+      existing:
+        props.queue && props.deadLetterQueue
+          ? { queue: props.queue, deadLetterQueue: props.deadLetterQueue }
+          : undefined,
     });
     this.queue = work.queue;
     this.deadLetterQueue = work.deadLetterQueue;
@@ -256,6 +334,11 @@ export class ToolLedger extends Construct {
 
     const api = new HandlerFunction(this, 'ApiHandler', {
       ...common,
+      bundling: lambdaBundling({
+        toolsModule: settings.toolsModule,
+        bundleAwsSdk: settings.bundleAwsSdk,
+        files: apiBundledFiles(settings),
+      }),
       entry: settings.handlerEntries.api,
       description: 'tool-ledger HTTP API (SPEC §5)',
       timeout: settings.apiTimeout,
@@ -275,6 +358,7 @@ export class ToolLedger extends Construct {
       timeout: settings.executorTimeout,
       environment: { ...environment, ...executorEnvironment(settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
+      network: props.executorNetwork,
     });
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
     ledgerTable.grantReadCacheDelete(executor.role);
@@ -296,7 +380,7 @@ export class ToolLedger extends Construct {
       // The next tick is the retry; an immediate async retry would only overlap with it.
       retryAttempts: 0,
     });
-    ledgerTable.grant(reconciler.role, ['GetItem', 'UpdateItem'], ['attention']);
+    ledgerTable.grant(reconciler.role, ['GetItem', 'UpdateItem'], ['attention'], ['unresolved']);
     this.queue.grantSendMessages(reconciler.role);
     new Rule(this, 'ReconcileSchedule', {
       description: 'Runs the tool-ledger reconciler',
@@ -313,7 +397,12 @@ export class ToolLedger extends Construct {
       logRetention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
       tracing: settings.tracing,
+      name: settings.serviceName,
+      tenants: settings.tenants,
       throttling: settings.apiThrottling,
+      reconcileThrottling: settings.reconcileThrottling,
+      detailedMetrics: settings.apiDetailedMetrics,
+      executionLogging: settings.apiExecutionLogging,
       cloudWatchRole: settings.apiCloudWatchRole,
       webAclArn: settings.webAclArn,
     });
@@ -324,23 +413,36 @@ export class ToolLedger extends Construct {
       statements: [new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] })],
     });
 
+    this.alarmTopic =
+      props.alarmTopic ?? new AlarmTopic(this, 'Alarms', { removalPolicy: settings.removalPolicy }).topic;
     const monitoring = new LedgerMonitoring(this, 'Monitoring', {
       serviceName: settings.serviceName,
       api: this.api,
-      functions: { api: api.fn, executor: executor.fn, reconciler: reconciler.fn },
+      functions: {
+        api: { fn: api.fn, timeout: settings.apiTimeout },
+        executor: { fn: executor.fn, timeout: settings.executorTimeout },
+        reconciler: { fn: reconciler.fn, timeout: settings.reconcilerTimeout },
+      },
       queue: this.queue,
       deadLetterQueue: this.deadLetterQueue,
       reconcileInterval: settings.reconcileInterval,
       unresolvedThreshold: settings.unresolvedThreshold,
       reconciliationLatencyThreshold: settings.reconciliationLatencyThreshold,
       queueAgeThreshold: settings.queueAgeThreshold,
-      alarmTopic: props.alarmTopic,
+      apiServerErrorRate: settings.apiServerErrorRate,
+      apiLatencyThreshold: settings.apiLatencyThreshold,
+      deadLetterAgeThreshold: settings.deadLetterAgeThreshold,
+      alarmTopic: this.alarmTopic,
     });
     this.alarms = monitoring.alarms;
     this.dashboard = monitoring.dashboard;
   }
 
-  /** Allow a principal to call the agent routes: run tool calls, read operations and tools. */
+  /**
+   * Allow a principal of this app's account to call the agent routes: run tool calls, read operations
+   * and tools. The resource policy still admits it only if it is bound as an agent in `tenants`. A role
+   * of another account is refused (nothing can be attached to it from here).
+   */
   grantAgent(grantee: IGrantable): Grant {
     return this.ledgerApi.grant('agent', grantee);
   }

@@ -2,6 +2,7 @@ import type { Context, ScheduledEvent } from 'aws-lambda';
 import tools from '#tool-ledger/tools';
 import { errorClass } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
+import { recordOpenOperations } from '../engine/open-operations-gauge';
 import { type ReconcileSummary, reconcilePass } from '../engine/reconcile';
 import { logger } from '../observability/logger';
 import { buildRuntime, type Runtime } from '../wiring';
@@ -50,6 +51,10 @@ export function createReconcilerHandler(
       });
       throw error;
     } finally {
+      // The stock gauges alarms read; a failed count leaves them unset (the alarm keeps its state).
+      await recordOpenOperations(deps).catch((error: unknown) => {
+        logger.error('open operations count failed', { error_class: errorClass(error) });
+      });
       // Also what a pass recorded before it failed (an empty flush writes nothing).
       deps.metrics.flush();
     }

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { IamAuthenticator } from './auth-iam';
 import { BearerTokenAuthenticator, DEV_TOKENS } from './auth-tokens';
+import { iamTenantsJson } from './iam-tenants-source';
 
 /** What a caller may do within its tenant. */
 export type Role = 'agent' | 'approver' | 'operator';
@@ -36,7 +37,7 @@ export interface Authenticator {
 
 /**
  * The authenticator a deployment asked for: `TOOL_LEDGER_AUTH` = `iam` (API Gateway's IAM
- * authorization; tenants from `TOOL_LEDGER_IAM_TENANTS`) or `tokens` (bearer tokens from
+ * authorization; tenants from `TOOL_LEDGER_IAM_TENANTS` and the bundled `TOOL_LEDGER_IAM_TENANTS_FILE`) or `tokens` (bearer tokens from
  * `TOOL_LEDGER_TOKENS`). The default is `iam`, except in local mode (`TOOL_LEDGER_LOCAL=true`), which
  * defaults to tokens and to SPEC §10's dev tokens when none are set. Dev tokens are never a default
  * outside local mode.
@@ -54,6 +55,6 @@ export function authenticatorFromEnv(env: NodeJS.ProcessEnv = process.env): Auth
     if (!spec) throw new Error('TOOL_LEDGER_AUTH=tokens needs TOOL_LEDGER_TOKENS');
     return new BearerTokenAuthenticator(spec);
   }
-  if (kind === 'iam') return new IamAuthenticator(env.TOOL_LEDGER_IAM_TENANTS ?? '{}');
+  if (kind === 'iam') return new IamAuthenticator(iamTenantsJson(env));
   throw new Error('TOOL_LEDGER_AUTH must be "iam" or "tokens"');
 }

@@ -11,7 +11,10 @@ export type LedgerMetricName =
   | 'Reconciliations'
   | 'UnresolvedOperations'
   | 'NeedsReconciliation'
-  | 'ReconciliationLatency';
+  | 'ReconciliationLatency'
+  /** Gauges of the current stock, emitted after every reconciler pass (engine/open-operations-gauge.ts). */
+  | 'OpenUnresolved'
+  | 'OpenNeedsReconciliation';
 
 /** What the engine records; tests pass an in-memory implementation. */
 export interface LedgerMetrics {

@@ -20,6 +20,11 @@ const FIXTURES = path.join(import.meta.dirname, 'fixtures');
 const ENTRY = path.join(FIXTURES, 'alias-entry.mjs');
 const TOOLS = path.join(FIXTURES, 'short-retention-tools.ts');
 const MARKER = 'marker 7f3c9a';
+/** Shell-hostile on purpose: quotes, `$`, backticks, a newline, non-ASCII. */
+const BUNDLED_JSON = JSON.stringify({
+  acme: { agents: ['arn:aws:iam::1:role/it\'s-"$HOME"-`x`'] },
+  note: 'é\n',
+});
 
 let outdir: string;
 let assetDir: string;
@@ -38,7 +43,11 @@ beforeAll(() => {
     timeout: Duration.seconds(10),
     memorySize: 128,
     environment: {},
-    bundling: lambdaBundling({ toolsModule: TOOLS, bundleAwsSdk: false }),
+    bundling: lambdaBundling({
+      toolsModule: TOOLS,
+      bundleAwsSdk: false,
+      files: { 'tool-ledger-tenants.json': BUNDLED_JSON },
+    }),
     logRetention: RetentionDays.ONE_DAY,
     removalPolicy: RemovalPolicy.DESTROY,
     tracing: false,
@@ -78,6 +87,10 @@ describe('handler bundling', () => {
       encoding: 'utf8',
     });
     expect(JSON.parse(output)).toEqual(['acme.audit_note', 'acme.lookup']);
+  });
+
+  it('writes configuration files next to the bundle byte for byte (the tenant map, outside the environment)', () => {
+    expect(readFileSync(path.join(assetDir, 'tool-ledger-tenants.json'), 'utf8')).toBe(BUNDLED_JSON);
   });
 
   it('is the same bundle scripts/size.ts measures', async () => {

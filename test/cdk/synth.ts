@@ -26,20 +26,23 @@ export function testApp(options: { bundle?: string[] } = {}): App {
   });
 }
 
+/** The example deployment's tenants. */
+export const EXAMPLE_TENANTS = {
+  acme: {
+    agents: ['arn:aws:iam::123456789012:role/acme-agent'],
+    approvers: ['arn:aws:iam::123456789012:role/acme-approver'],
+    operators: ['arn:aws:iam::123456789012:role/acme-ops'],
+  },
+  globex: { agents: ['arn:aws:iam::123456789012:role/globex-agent'] },
+};
+
 /** A realistic deployment: two tenants, an explicit queue binding, an alarm e-mail. */
 export function exampleStack(app: App, props: ToolLedgerStackProps = {}): ToolLedgerStack {
   return new ToolLedgerStack(app, 'Ledger', {
     alarmEmail: 'oncall@example.com',
     ...props,
     ledger: {
-      tenants: {
-        acme: {
-          agents: ['arn:aws:iam::123456789012:role/acme-agent'],
-          approvers: ['arn:aws:iam::123456789012:role/acme-approver'],
-          operators: ['arn:aws:iam::123456789012:role/acme-ops'],
-        },
-        globex: { agents: ['arn:aws:iam::123456789012:role/globex-agent'] },
-      },
+      tenants: EXAMPLE_TENANTS,
       ...props.ledger,
     },
   });

@@ -109,12 +109,12 @@ describe('other synth-time checks', () => {
     expect(problems).toHaveLength(4);
   });
 
-  it('accepts assumed-role session ARNs and role paths', () => {
+  it('accepts role paths and users', () => {
     expect(
       problemsOf({
         tenants: {
           acme: {
-            agents: ['arn:aws:sts::123456789012:assumed-role/agent-role/run-42'],
+            agents: ['arn:aws:iam::123456789012:user/ci/bot'],
             operators: ['arn:aws:iam::123456789012:role/teams/ops/oncall'],
           },
         },
