@@ -147,8 +147,39 @@ function commandName(argv: readonly string[]): string | undefined {
 
 function findCommand(name: string): Command {
   const command = COMMANDS.find((c) => c.name === name);
-  if (!command) throw new UsageError(`unknown command '${name.slice(0, 40)}'`);
+  if (!command) {
+    const near = closestCommand(name);
+    throw new UsageError(`unknown command '${name.slice(0, 40)}'${near ? ` (did you mean '${near}'?)` : ''}`);
+  }
   return command;
+}
+
+/** The command a typo most likely meant: within two edits, or a prefix of exactly one command. */
+function closestCommand(name: string): string | undefined {
+  const typed = name.slice(0, 40).toLowerCase();
+  const prefixed = COMMANDS.filter((c) => typed.length >= 2 && c.name.startsWith(typed));
+  if (prefixed.length === 1) return prefixed[0]?.name;
+  let best: { name: string; distance: number } | undefined;
+  for (const command of COMMANDS) {
+    const distance = editDistance(typed, command.name);
+    if (distance <= 2 && (best === undefined || distance < best.distance))
+      best = { name: command.name, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance, for command suggestions (short strings only). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
 }
 
 /** The strict parse: unknown options, missing values and repeats are usage errors. */

@@ -81,6 +81,8 @@ export class HttpOperatorApi implements OperatorApi {
       ...(signer ? { signer } : {}),
       fetch: fetchImpl,
       deadlineMs: CLI_DEADLINE_MS,
+      // An operator should hear at once that nothing listens there, not after seconds of silent retries.
+      onUnreachable: 'fail',
     });
   }
 

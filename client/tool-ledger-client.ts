@@ -5,6 +5,7 @@ import { type Clock, type RandomSource, systemClock } from './clock';
 import {
   DeadlineExceededError,
   IdempotencyConflictError,
+  ToolLedgerError,
   ToolLedgerRequestError,
   UnexpectedResponseError,
   WaitTimeoutError,
@@ -35,6 +36,13 @@ export interface ToolLedgerClientOptions {
    * `TOOL_LEDGER_SYNC_WAIT_MS` (25 s). @default 30000
    */
   attemptTimeoutMs?: number;
+  /**
+   * What to do when nothing listens at the endpoint (connection refused, no such host). An agent keeps
+   * retrying until the deadline, since a restarting ledger comes back; an interactive tool such as the
+   * operators' CLI says so at once (`ToolLedgerError` with code `unreachable`) instead of retrying in
+   * silence. @default 'retry'
+   */
+  onUnreachable?: 'retry' | 'fail';
 }
 
 /** One intended action. */
@@ -157,6 +165,7 @@ export class ToolLedgerClient {
   private readonly pollBackoff: BackoffPolicy;
   private readonly deadlineMs: number;
   private readonly attemptTimeoutMs: number;
+  private readonly failWhenUnreachable: boolean;
 
   constructor(options: ToolLedgerClientOptions) {
     this.endpoint = new URL(options.endpoint);
@@ -168,6 +177,7 @@ export class ToolLedgerClient {
     this.pollBackoff = { baseMs: 250, maxMs: 5_000, ...options.pollBackoff };
     this.deadlineMs = options.deadlineMs ?? 60_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 30_000;
+    this.failWhenUnreachable = options.onUnreachable === 'fail';
   }
 
   /**
@@ -443,6 +453,12 @@ export class ToolLedgerClient {
       } catch (error) {
         if (spec.signal?.aborted) throw spec.signal.reason;
         if (!isTransportError(error)) throw error;
+        const unreachable = this.failWhenUnreachable ? unreachableReason(error) : undefined;
+        if (unreachable !== undefined) {
+          throw new ToolLedgerError('unreachable', `nothing answers at ${url.origin} (${unreachable})`, {
+            cause: error,
+          });
+        }
         lastError = error;
       }
       let retryAfterMs: number | undefined;
@@ -516,6 +532,20 @@ function isTransportError(error: unknown): boolean {
   if (error instanceof TypeError) return true;
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
   return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string';
+}
+
+/** Errors that mean nothing listens at the endpoint, so that no request was ever received. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** The system error code when a request failed because nothing listens at the endpoint. */
+function unreachableReason(error: unknown): string | undefined {
+  const cause = error instanceof Error ? error.cause : undefined;
+  for (const candidate of [cause, error]) {
+    if (isRecord(candidate) && typeof candidate.code === 'string' && UNREACHABLE_CODES.has(candidate.code)) {
+      return candidate.code;
+    }
+  }
+  return undefined;
 }
 
 const FALLBACK_CODES: Record<number, string> = {

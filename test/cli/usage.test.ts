@@ -44,6 +44,9 @@ describe('usage errors exit 2 and send nothing', () => {
   it.each([
     [[], 'Usage: tool-ledger <command>'],
     [['bogus'], "unknown command 'bogus'"],
+    [['lst'], "unknown command 'lst' (did you mean 'list'?)"],
+    [['reslove', 'op-1'], "unknown command 'reslove' (did you mean 'resolve'?)"],
+    [['recon'], "unknown command 'recon' (did you mean 'reconcile'?)"],
     [['list', '--limt', '5'], "Unknown option '--limt'"],
     [['list', 'extra'], 'usage: tool-ledger list'],
     [['show'], 'usage: tool-ledger show <id>'],
