@@ -2,7 +2,8 @@ import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NotAppliedError, type ToolContext } from '../../functions/domain/tool';
-import { MARKERS_DIR, workspaceAppendLine } from '../../functions/tools/workspace-append-line';
+import { MARKERS_DIR } from '../../functions/tools/append-markers';
+import { workspaceAppendLine } from '../../functions/tools/workspace-append-line';
 import { workspaceWriteFile } from '../../functions/tools/workspace-write-file';
 import { tempDirs, toolContext } from './tool-context';
 
@@ -39,9 +40,9 @@ describe('workspace.append_line', () => {
   afterEach(() => dirs.cleanup());
 
   const args = (line = 'deployed v1', p = 'logs//deploy.log') => tool.schema.parse({ path: p, line });
-  const content = () => readFile(path.join(dirs.root, 'logs/deploy.log'), 'utf8');
+  const content = () => readFile(path.join(dirs.home, 'logs/deploy.log'), 'utf8');
   const markerFile = (c: ToolContext, attempt = c.attempt) =>
-    path.join(dirs.root, MARKERS_DIR, c.downstreamKey, `${attempt}.json`);
+    path.join(dirs.home, MARKERS_DIR, c.downstreamKey, `${attempt}.json`);
 
   it('refuses line breaks, reserved paths and unknown keys in the schema', () => {
     expect(tool.schema.safeParse({ path: 'a.log', line: 'two\nlines' }).success).toBe(false);
@@ -72,13 +73,13 @@ describe('workspace.append_line', () => {
   });
 
   it('refuses a link planted in the workspace, appending nothing outside', async () => {
-    await mkdir(dirs.root, { recursive: true });
+    await mkdir(dirs.home, { recursive: true });
     await writeFile(path.join(dirs.outside, 'victim.log'), 'original\n');
-    await symlink(dirs.outside, path.join(dirs.root, 'logs'));
+    await symlink(dirs.outside, path.join(dirs.home, 'logs'));
     await expect(tool.execute(args('x', 'logs/victim.log'), ctx)).rejects.toMatchObject({
       code: 'path_escape',
     });
-    await symlink(path.join(dirs.outside, 'victim.log'), path.join(dirs.root, 'direct.log'));
+    await symlink(path.join(dirs.outside, 'victim.log'), path.join(dirs.home, 'direct.log'));
     await expect(tool.execute(args('x', 'direct.log'), ctx)).rejects.toMatchObject({ code: 'path_escape' });
     expect(await readFile(path.join(dirs.outside, 'victim.log'), 'utf8')).toBe('original\n');
   });
