@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NotAppliedError } from '../../functions/domain/tool';
@@ -56,6 +56,25 @@ describe('workspace.delete_file', () => {
     });
     expect(await readFile(secret, 'utf8')).toBe('keep me');
     expect((await readdir(dirs.home)).sort()).toEqual(['link.txt', 'out']);
+  });
+
+  it('refuses a hard link as the file, and reconcile does not judge through one', async () => {
+    await writeFile(path.join(dirs.outside, 'kept.txt'), 'x');
+    await link(path.join(dirs.outside, 'kept.txt'), path.join(dirs.home, 'hard.txt'));
+    const args = tool.schema.parse({ path: 'hard.txt' });
+    await expect(tool.execute(args, toolContext())).rejects.toMatchObject({ code: 'path_escape' });
+    expect(await readdir(dirs.home)).toEqual(['hard.txt']);
+    expect(await tool.reconcile?.(args, toolContext())).toEqual({ status: 'unknown' });
+  });
+
+  it('deletes only the calling tenant’s file', async () => {
+    await writeFile(path.join(dirs.home, 'a.txt'), 'x');
+    const args = tool.schema.parse({ path: 'a.txt' });
+    expect(await tool.execute(args, toolContext({ tenant: 'other' }))).toEqual({
+      path: 'a.txt',
+      deleted: false,
+    });
+    expect(await readdir(dirs.home)).toEqual(['a.txt']);
   });
 
   it('does not delete folders', async () => {

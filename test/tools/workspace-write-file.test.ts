@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NotAppliedError, TerminalToolError } from '../../functions/domain/tool';
@@ -74,6 +74,17 @@ describe('workspace.write_file', () => {
       code: 'path_escape',
     });
     expect(await readFile(secret, 'utf8')).toBe('keep me');
+  });
+
+  it('refuses a hard link as the file, leaving the other name’s content unchanged', async () => {
+    await mkdir(dirs.home, { recursive: true });
+    await mkdir(dirs.outside, { recursive: true });
+    await writeFile(path.join(dirs.outside, 'secret.txt'), 'secret');
+    await link(path.join(dirs.outside, 'secret.txt'), path.join(dirs.home, 'a.txt'));
+    const args = tool.schema.parse({ path: 'a.txt', content: 'secret' });
+    await expect(tool.execute(args, toolContext())).rejects.toMatchObject({ code: 'path_escape' });
+    expect(await readFile(path.join(dirs.outside, 'secret.txt'), 'utf8')).toBe('secret');
+    expect(await tool.reconcile?.(args, toolContext())).toEqual({ status: 'unknown' });
   });
 
   it('fails terminally when a folder occupies the path or a file occupies a folder', async () => {
