@@ -25,6 +25,10 @@ export interface Runtime {
  * | `TOOL_LEDGER_WEBHOOK_ALLOW` | comma-separated origins `webhook.post` may call |
  * | `TOOL_LEDGER_WEBHOOK_IDEMPOTENT` | origins that dedupe on `Idempotency-Key` |
  * | `TOOL_LEDGER_QUEUE_TENANTS` | JSON array of tenants the work queue carries |
+ * | `TOOL_LEDGER_RESERVED_ENDPOINTS` | more endpoints of the deployment itself that tools never reach |
+ *
+ * The reserved endpoints of the tools are that list plus the ledger's own DynamoDB and SQS endpoints
+ * when they are set (local mode) and the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when it is.
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
@@ -51,6 +55,8 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     webhookAllow: list(env.TOOL_LEDGER_WEBHOOK_ALLOW),
     webhookIdempotentOrigins: list(env.TOOL_LEDGER_WEBHOOK_IDEMPOTENT),
     local,
+    reservedEndpoints: reservedEndpoints(env),
+    retentionSeconds: config.retentionSeconds,
   };
   const deps = createDeps({
     store: new LedgerStore({ client: dynamo, tableName: config.tableName }),
@@ -59,6 +65,16 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     queue,
   });
   return { deps, queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)), toolEnv };
+}
+
+/** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */
+function reservedEndpoints(env: NodeJS.ProcessEnv): string[] {
+  return [
+    ...list(env.TOOL_LEDGER_RESERVED_ENDPOINTS),
+    env.TOOL_LEDGER_DYNAMODB_ENDPOINT,
+    env.TOOL_LEDGER_SQS_ENDPOINT,
+    env.AWS_LAMBDA_RUNTIME_API,
+  ].filter((entry): entry is string => entry !== undefined && entry.trim() !== '');
 }
 
 function list(raw: string | undefined): string[] {

@@ -10,7 +10,11 @@ export interface ToolLogger {
 export interface ToolContext {
   operationId: string;
   tenant: string;
-  /** Stable key for targets with their own idempotency (SPEC §1). */
+  /**
+   * Key for targets with their own idempotency (SPEC §1): the same for every attempt of this
+   * operation, new for a later operation that reuses the operation ID after the record expired.
+   * Anything a tool keeps per operation (markers, outboxes) belongs under this key, not the ID.
+   */
   downstreamKey: string;
   attempt: number;
   /** Aborted at the hard deadline, which ends before the lease and the Lambda's remaining time. */

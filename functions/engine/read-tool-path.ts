@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
@@ -49,6 +50,12 @@ import { type AttemptOutcome, type Caller, newLease, targetClass } from './trans
  * fails is not stored; a known refusal (`TerminalToolError`) answers `completed` in `failed_terminal`,
  * and anything else `retryable`, and the next call runs it again.
  *
+ * Downstream key: a read has no ledger record, so no `reservation_id` of one. Each run of a read is
+ * its own reservation: it gets a fresh random `reservation_id` (stored with its cached result, so a
+ * replay shows the one that ran), and with it a downstream key of its own. A read is never retried
+ * under an identity (a failed read is deleted and the next call runs anew), so no target ever needs
+ * to recognise two runs of one read as the same request.
+ *
  * Known limits: a read is not an operation of the ledger (`GET /v1/operations/{id}` does not find it),
  * and an operation ID used for a write and for a read names two separate items, so that reuse is not
  * reported as a conflict.
@@ -93,6 +100,7 @@ export async function submitReadOperation(
     expires_at:
       response.expires_at ?? Math.round(Date.parse(response.completed_at) / 1000) + cacheSeconds(tool),
     agent_run_id: response.agent_run_id,
+    reservation_id: response.reservation_id,
   });
   deps.metrics.count(replayed ? 'Replays' : 'FirstExecutions', tool.name);
   const code = replayed ? 'replayed' : response.outcome_code;
@@ -133,6 +141,8 @@ interface StoredRead {
   created_at: string;
   completed_at: string;
   agent_run_id?: string;
+  /** The run's own reservation (see {@link submitReadOperation}); absent in reads cached before it. */
+  reservation_id?: string;
 }
 
 /** A stored read as the runner returns it; `replayed` and `expires_at` are added on replays only. */
@@ -215,9 +225,11 @@ async function runRead(
   deadlineAt: number,
 ): Promise<StoredRead> {
   const started = deps.clock();
+  const reservationId = randomUUID();
   const identity = {
     tenant: caller.tenant,
     operationId: call.operationId,
+    reservationId,
     toolName: call.tool.name,
     attempt: 1,
   };
@@ -233,6 +245,7 @@ async function runRead(
       requested_by: caller.principal,
       created_at: new Date(req.now).toISOString(),
       completed_at: new Date(deps.clock()).toISOString(),
+      reservation_id: reservationId,
     };
     if (caller.agentRunId !== undefined) stored.agent_run_id = caller.agentRunId;
     return stored;
@@ -298,6 +311,7 @@ interface ReadRecordFields {
   completed_at?: string;
   expires_at?: number;
   agent_run_id?: string;
+  reservation_id?: string | undefined;
 }
 
 /**
@@ -319,7 +333,8 @@ function readRecord(call: PreparedCall, caller: Caller, fields: ReadRecordFields
     max_attempts: 1,
     retention_seconds: cacheSeconds(call.tool),
     requested_by: fields.requested_by,
-    reservation_id: '',
+    // A read that did not complete (failed, in progress, a conflict) has no reservation to show.
+    reservation_id: fields.reservation_id ?? '',
     created_at: fields.created_at,
     updated_at: fields.completed_at ?? fields.created_at,
   };

@@ -221,6 +221,7 @@ async function askTarget(record: OperationRecord, tool: AnyTool, args: unknown):
   const identity = {
     tenant: record.tenant,
     operationId: record.operation_id,
+    reservationId: record.reservation_id,
     toolName: record.tool,
     attempt: record.attempt,
   };

@@ -58,6 +58,7 @@ async function execute(
   const identity = {
     tenant: record.tenant,
     operationId: record.operation_id,
+    reservationId: record.reservation_id,
     toolName: record.tool,
     attempt: record.attempt,
   };

@@ -6,6 +6,11 @@ import { logger } from '../observability/logger';
 export interface InvocationIdentity {
   tenant: string;
   operationId: string;
+  /**
+   * The `reservation_id` of the operation's record: part of the downstream key, so that a new
+   * operation reusing an expired operation ID never shares the old one's downstream identity.
+   */
+  reservationId: string;
   toolName: string;
   attempt: number;
 }
@@ -32,7 +37,7 @@ export function toolContext(identity: InvocationIdentity, signal: AbortSignal): 
   return {
     operationId: identity.operationId,
     tenant: identity.tenant,
-    downstreamKey: downstreamKey(identity.tenant, identity.operationId),
+    downstreamKey: downstreamKey(identity.tenant, identity.operationId, identity.reservationId),
     attempt: identity.attempt,
     signal,
     logger: {

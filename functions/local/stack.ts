@@ -151,6 +151,8 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
     ]);
     const http = new HttpAdapter(api.handler, API_FUNCTION);
     const port = await http.listen(settings.port);
+    // Before the first invocation builds the runtime: webhook.post must never reach the API itself.
+    process.env.TOOL_LEDGER_RESERVED_ENDPOINTS = `http://127.0.0.1:${port}`;
     started.push({ stop: () => http.close(0) });
     const executorLoop = new ExecutorLoop({
       client: sqs.client,

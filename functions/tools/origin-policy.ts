@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import type { ReservedEndpoints } from './reserved-endpoints';
 
 /**
  * The server-side request forgery guard of `webhook.post` (SPEC §4): which URLs may be called, and
@@ -8,6 +9,9 @@ import { BlockList, isIP } from 'node:net';
  * - the URL (scheme, host, port, userinfo) against the allow list, inside the zod schema, so that a
  *   refused URL is a validation error that creates no record;
  * - every address the host resolves to, at execute time, just before connecting to one of them.
+ *
+ * Whatever the list says, the deployment's own endpoints ({@link ReservedEndpoints}: the local
+ * DynamoDB, SQS and API in local mode, the Lambda runtime API on AWS) are refused at both moments.
  *
  * ```
  * entry                      allows
@@ -186,10 +190,15 @@ export class OriginPolicy {
   /** The parsed entries, in the order given. */
   readonly origins: readonly AllowedOrigin[];
   private readonly local: boolean;
+  private readonly reserved: ReservedEndpoints | undefined;
 
-  /** Throws a plain `Error` (with the entry's index, not its value) when an entry is malformed. */
-  constructor(entries: readonly string[], options: { local: boolean }) {
+  /**
+   * Throws a plain `Error` (with the entry's index, not its value) when an entry is malformed.
+   * `reserved`: endpoints refused whatever the entries say.
+   */
+  constructor(entries: readonly string[], options: { local: boolean; reserved?: ReservedEndpoints }) {
     this.local = options.local;
+    this.reserved = options.reserved;
     this.origins = entries.map((entry, index) => {
       try {
         return parseAllowedOrigin(entry);
@@ -218,6 +227,9 @@ export class OriginPolicy {
     }
     const origin = this.match(url);
     if (!origin) return { ok: false, reason: 'the origin (scheme, host and port) is not allowed' };
+    if (this.reserved?.namedBy(url)) {
+      return { ok: false, reason: 'names a service endpoint of the ledger itself, which tools never reach' };
+    }
     return { ok: true, url, origin };
   }
 
@@ -242,6 +254,18 @@ export class OriginPolicy {
    * resolves to a private, link-local or loopback address is refused, whatever the DNS says).
    */
   addressAllowed(origin: AllowedOrigin, address: string): boolean {
+    return this.addressClassAllowed(origin, address);
+  }
+
+  /**
+   * Whether a connection to `address`:`port` is one of the deployment's own service endpoints, which
+   * no entry can allow.
+   */
+  reservedEndpoint(address: string, port: number): boolean {
+    return this.reserved?.reaches(address, port) ?? false;
+  }
+
+  private addressClassAllowed(origin: AllowedOrigin, address: string): boolean {
     const kind = classifyAddress(address);
     if (kind === 'invalid') return false;
     if (origin.hostKind === 'ip') return canonicalIp(address) === canonicalIp(origin.host);

@@ -12,6 +12,16 @@ export interface ToolEnvironment {
   webhookIdempotentOrigins?: readonly string[];
   /** Local mode: plain http and port-less loopback entries are allowed. */
   local: boolean;
+  /**
+   * The deployment's own service endpoints (`[scheme://]host:port`): the local DynamoDB, SQS and API
+   * in local mode, the Lambda runtime API on AWS. Tools never reach them, whatever the allow list says.
+   */
+  reservedEndpoints?: readonly string[];
+  /**
+   * How long terminal records are kept by default, seconds: per-operation state a tool keeps (the
+   * append markers) may be swept once it is older than that. @default 2592000 (30 days)
+   */
+  retentionSeconds?: number;
 }
 
 /** A module that contributes tools: what infrastructure teams point the construct at. */

@@ -9,6 +9,7 @@ import { parseIJson } from '../domain/i-json';
 import { defineTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { type AllowedOrigin, OriginPolicy } from './origin-policy';
 import type { ToolEnvironment } from './registry';
+import { ReservedEndpoints } from './reserved-endpoints';
 
 /** One resolved address of a host. */
 export interface ResolvedAddress {
@@ -185,6 +186,7 @@ async function resolveChecked(
 ): Promise<ResolvedAddress[]> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const literal = isIP(host);
+  const port = urlPort(url);
   let addresses: ResolvedAddress[];
   if (literal !== 0) {
     addresses = [{ address: host, family: literal === 6 ? 6 : 4 }];
@@ -200,6 +202,7 @@ async function resolveChecked(
     if (addresses.length === 0)
       throw new NotAppliedError('dns_failure', 'the host name has no addresses; nothing was sent');
   }
+  if (addresses.some(({ address }) => policy.reservedEndpoint(address, port))) throw reservedRefusal();
   if (!addresses.every(({ address }) => policy.addressAllowed(origin, address))) {
     throw new TerminalToolError(
       'address_not_allowed',
@@ -207,6 +210,29 @@ async function resolveChecked(
     );
   }
   return addresses;
+}
+
+function urlPort(url: URL): number {
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+}
+
+/**
+ * Terminal, like any address refusal: nothing was sent, and the same name reaches the same endpoint
+ * next time.
+ */
+function reservedRefusal(): TerminalToolError {
+  return new TerminalToolError(
+    'endpoint_reserved',
+    'the URL reaches a service endpoint of the ledger itself, which tools never reach',
+  );
+}
+
+/** Marks the socket error raised when the connected peer turns out to be a reserved endpoint. */
+class ReservedPeerError extends Error {
+  constructor() {
+    super('connected to a reserved endpoint');
+    this.name = 'ReservedPeerError';
+  }
 }
 
 /** A `lookup` for the socket that answers with the checked addresses only: no second DNS query. */
@@ -293,6 +319,8 @@ function decodeBody(bytes: Buffer, contentType: string | undefined, truncated: b
 interface Request {
   url: URL;
   addresses: readonly ResolvedAddress[];
+  /** Checked again against the socket's actual peer, the moment it connects. */
+  policy: OriginPolicy;
   headers: Record<string, string>;
   body: Buffer;
   signal: AbortSignal;
@@ -321,7 +349,7 @@ function send(request: Request): Promise<WebhookResult> {
     const options: https.RequestOptions = {
       method: 'POST',
       host,
-      port: url.port === '' ? (tls ? 443 : 80) : Number(url.port),
+      port: urlPort(url),
       path: `${url.pathname}${url.search}`,
       headers: request.headers,
       agent: false, // a fresh connection, so the pinned lookup is always the one used
@@ -335,6 +363,15 @@ function send(request: Request): Promise<WebhookResult> {
       req.destroy();
     };
     req.on('socket', (socket: Socket) => {
+      // Registered before the request's own write (which waits for 'connect' too), so a refused peer
+      // is dropped before a byte of the request reaches it.
+      socket.once('connect', () => {
+        const peer = socket.remoteAddress;
+        const peerPort = socket.remotePort;
+        if (peer === undefined || peerPort === undefined || request.policy.reservedEndpoint(peer, peerPort)) {
+          socket.destroy(new ReservedPeerError());
+        }
+      });
       socket.once('connect', () => {
         if (phase === 'connecting') phase = tls ? 'handshaking' : 'sent';
       });
@@ -378,6 +415,7 @@ function send(request: Request): Promise<WebhookResult> {
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (finishBody) finishBody(true);
+      else if (error instanceof ReservedPeerError) settle(() => reject(reservedRefusal()));
       else settle(() => reject(signal.aborted ? abortFailure(phase, signal) : failureBefore(phase, error)));
     });
     if (signal.aborted) {
@@ -424,10 +462,11 @@ function sanitizeWebhookResult(result: unknown): unknown {
  * ```
  */
 export function webhookPost(
-  env: Pick<ToolEnvironment, 'webhookAllow' | 'webhookIdempotentOrigins' | 'local'>,
+  env: Pick<ToolEnvironment, 'webhookAllow' | 'webhookIdempotentOrigins' | 'local' | 'reservedEndpoints'>,
   options: WebhookPostOptions = {},
 ) {
-  const policy = new OriginPolicy(env.webhookAllow, { local: env.local });
+  const reserved = new ReservedEndpoints(env.reservedEndpoints ?? []);
+  const policy = new OriginPolicy(env.webhookAllow, { local: env.local, reserved });
   const idempotent = new OriginPolicy(env.webhookIdempotentOrigins ?? [], { local: env.local });
   const resolve = options.resolve ?? systemResolve;
   const maxResponseBytes = options.maxResponseBytes ?? 16 * 1024;
@@ -475,7 +514,7 @@ export function webhookPost(
         'idempotency-key': `"${ctx.downstreamKey}"`,
         'user-agent': 'tool-ledger',
       };
-      return send({ url, addresses, headers, body, signal: ctx.signal, maxResponseBytes });
+      return send({ url, addresses, policy, headers, body, signal: ctx.signal, maxResponseBytes });
     },
 
     sanitizeResult: sanitizeWebhookResult,

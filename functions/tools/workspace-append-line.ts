@@ -1,25 +1,18 @@
 import { constants } from 'node:fs';
-import { type FileHandle, lstat, readdir, unlink } from 'node:fs/promises';
-import path from 'node:path';
+import { type FileHandle, lstat } from 'node:fs/promises';
 import * as z from 'zod';
-import {
-  defineTool,
-  type ReconcileVerdict,
-  TerminalToolError,
-  type ToolContext,
-  UncertainOutcomeError,
-} from '../domain/tool';
+import { defineTool, type ReconcileVerdict, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
+import { type AppendMarker, readMarkers, removeMarker, sweepMarkers, writeMarker } from './append-markers';
 import type { ToolEnvironment } from './registry';
 import {
   assertRealDir,
   failureBeforeCommit,
-  openForRead,
+  hardLinkRefused,
   openNoFollow,
-  RESERVED_DIR,
   resolveWorkspaceTarget,
+  tenantPath,
   throwIfAbortedBeforeCommit,
   workspacePathSchema,
-  writeFileAtomic,
 } from './workspace-path';
 
 /** Arguments of `workspace.append_line`; `path` comes out normalized. */
@@ -41,21 +34,6 @@ export interface AppendLineResult {
   bytes: number;
 }
 
-/**
- * The operation's marker, one file per attempt at `.tool-ledger/markers/<downstream key>/<attempt>.json`.
- * `intent` is made durable before the append starts and `done` replaces it once the append is.
- */
-interface AppendMarker {
-  v: 1;
-  state: 'intent' | 'done';
-  attempt: number;
-  path: string;
-  bytes: number;
-}
-
-/** Folder of the markers, relative to the workspace root. */
-export const MARKERS_DIR = `${RESERVED_DIR}/markers`;
-
 /** Options of {@link workspaceAppendLine}. */
 export interface AppendLineOptions {
   /**
@@ -65,77 +43,28 @@ export interface AppendLineOptions {
    * marker, else `unknown`". @default false
    */
   sharedWorkspace?: boolean;
+  /**
+   * How often, at most, a successful attempt also starts a sweep of its tenant's expired markers
+   * ({@link sweepMarkers}, in the background, at most 500 folders), ms; 0 turns it off.
+   * @default 3600000 (an hour)
+   */
+  sweepEveryMs?: number;
+  /** The clock of the sweep. @default Date.now */
+  clock?: () => number;
 }
 
-function markerPath(downstreamKey: string, attempt: number): string {
-  // The key is the engine's, not the caller's; still, it becomes a folder name, so check its alphabet.
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(downstreamKey) || !Number.isSafeInteger(attempt) || attempt < 0) {
-    throw new TerminalToolError('invalid_context', 'the downstream key or attempt cannot name a marker');
-  }
-  return `${MARKERS_DIR}/${downstreamKey}/${attempt}.json`;
-}
-
-async function writeMarker(root: string, ctx: ToolContext, marker: AppendMarker): Promise<void> {
-  const target = await resolveWorkspaceTarget(root, markerPath(ctx.downstreamKey, ctx.attempt), {
-    createParents: true,
-  });
-  if (target === undefined) throw new Error('the marker folder could not be created');
-  await writeFileAtomic(target.dir, target.name, Buffer.from(JSON.stringify(marker), 'utf8'));
-}
-
-async function removeMarker(root: string, ctx: ToolContext): Promise<void> {
-  try {
-    const target = await resolveWorkspaceTarget(root, markerPath(ctx.downstreamKey, ctx.attempt), {
-      createParents: false,
-    });
-    if (target?.existing !== undefined) await unlink(target.file);
-  } catch {
-    // Best effort: an attempt known not applied is never reconciled, so a stale intent is harmless.
-  }
-}
-
-function isMarker(value: unknown): value is AppendMarker {
-  const marker = value as Partial<AppendMarker> | null;
-  return (
-    typeof marker === 'object' &&
-    marker !== null &&
-    marker.v === 1 &&
-    (marker.state === 'intent' || marker.state === 'done') &&
-    typeof marker.attempt === 'number' &&
-    typeof marker.path === 'string' &&
-    typeof marker.bytes === 'number'
-  );
-}
-
-/** Every marker of the operation, by attempt; empty when there are none. Throws when one is unreadable. */
-async function readMarkers(root: string, downstreamKey: string): Promise<Map<number, AppendMarker>> {
-  const markers = new Map<number, AppendMarker>();
-  const probe = await resolveWorkspaceTarget(root, markerPath(downstreamKey, 0), { createParents: false });
-  if (probe === undefined) return markers;
-  for (const entry of await readdir(probe.dir)) {
-    const match = /^(\d{1,15})\.json$/.exec(entry);
-    if (!match) continue;
-    const handle = await openForRead(path.join(probe.dir, entry));
-    if (handle === undefined) continue;
-    let marker: unknown;
-    try {
-      marker = JSON.parse(await handle.readFile('utf8'));
-    } finally {
-      await handle.close();
-    }
-    if (!isMarker(marker) || marker.attempt !== Number(match[1])) throw new Error('a marker is malformed');
-    markers.set(marker.attempt, marker);
-  }
-  return markers;
-}
+/** Marker folders looked at by one sweep started by an attempt, so that it stays short. */
+const SWEEP_FOLDERS_PER_SWEEP = 500;
 
 /**
- * `workspace.append_line`: appends `line` + `\n` to a file under the workspace root, creating it and
- * its folders. Deliberately NOT idempotent: running it twice appends twice, which is what the ledger
- * exists to prevent.
+ * `workspace.append_line`: appends `line` + `\n` to a file under the tenant's workspace root, creating
+ * it and its folders. Deliberately NOT idempotent: running it twice appends twice, which is what the
+ * ledger exists to prevent. It never writes through a link: a symbolic link on the path, or a file
+ * with a second name (a hard link, which may be a file outside the workspace), is `path_escape`.
  *
- * So that reconcile can answer, each attempt leaves a marker in `.tool-ledger/markers/`, keyed by the
- * downstream key and the attempt:
+ * So that reconcile can answer, each attempt leaves a marker in the tenant's `.tool-ledger/markers/`,
+ * keyed by the downstream key (one per reservation, see functions/tools/append-markers.ts) and the
+ * attempt:
  *
  * ```
  * write intent marker (fsync) ──► append (fsync) ──► replace with done marker (fsync)
@@ -153,14 +82,31 @@ async function readMarkers(root: string, downstreamKey: string): Promise<Map<num
  * @example
  * ```ts
  * const tool = workspaceAppendLine({ workspaceRoot: '.data/workspace', local: true });
- * await tool.execute({ path: 'log.txt', line: 'deployed' }, ctx); // { path: 'log.txt', bytes: 9 }
+ * await tool.execute({ path: 'log.txt', line: 'deployed' }, ctx); // .data/workspace/<tenant>/log.txt
  * ```
  */
 export function workspaceAppendLine(
-  env: Pick<ToolEnvironment, 'workspaceRoot' | 'local'>,
+  env: Pick<ToolEnvironment, 'workspaceRoot' | 'local' | 'retentionSeconds'>,
   options: AppendLineOptions = {},
 ) {
   const sharedWorkspace = options.sharedWorkspace ?? false;
+  const sweepEveryMs = options.sweepEveryMs ?? 3_600_000;
+  const clock = options.clock ?? Date.now;
+  const retentionSeconds = env.retentionSeconds ?? 2_592_000;
+  /** When each tenant's markers were last swept by this process. */
+  const lastSweep = new Map<string, number>();
+  // Not awaited by the attempt: the line is already durable, and a sweep still running at the hard
+  // deadline must not turn a known success into an uncertain outcome.
+  const sweepIfDue = (tenant: string): void => {
+    const now = clock();
+    if (sweepEveryMs <= 0 || now - (lastSweep.get(tenant) ?? Number.NEGATIVE_INFINITY) < sweepEveryMs) return;
+    lastSweep.set(tenant, now);
+    sweepMarkers(env.workspaceRoot, tenant, {
+      retentionSeconds,
+      now,
+      maxFolders: SWEEP_FOLDERS_PER_SWEEP,
+    }).catch(() => undefined);
+  };
   return defineTool({
     name: 'workspace.append_line',
     description:
@@ -183,7 +129,9 @@ export function workspaceAppendLine(
       let handle: FileHandle | undefined;
       try {
         throwIfAbortedBeforeCommit(ctx.signal);
-        const target = await resolveWorkspaceTarget(env.workspaceRoot, args.path, { createParents: true });
+        const target = await resolveWorkspaceTarget(env.workspaceRoot, tenantPath(ctx.tenant, args.path), {
+          createParents: true,
+        });
         if (target === undefined)
           throw new TerminalToolError('path_missing', 'the workspace folder could not be created');
         await writeMarker(env.workspaceRoot, ctx, marker);
@@ -191,6 +139,8 @@ export function workspaceAppendLine(
         const opened = await handle.stat();
         if (!opened.isFile())
           throw new TerminalToolError('not_a_file', 'the path names a special file, not a regular file');
+        // Checked on the open file itself: a second name planted after the walk is caught here.
+        if (opened.nlink > 1) throw hardLinkRefused();
         // The open did not follow a link at the file; make sure no folder on the way became one.
         await assertRealDir(target.dir);
         const now = await lstat(target.file);
@@ -238,12 +188,13 @@ export function workspaceAppendLine(
         // would miss the marker, and it then answers `unknown`, never `not_applied`.
         ctx.logger.warn('append marker not written', { code: 'marker_write_failed' });
       }
+      sweepIfDue(ctx.tenant);
       return { path: args.path, bytes: data.length };
     },
 
     async reconcile(args, ctx): Promise<ReconcileVerdict> {
       try {
-        const markers = await readMarkers(env.workspaceRoot, ctx.downstreamKey);
+        const markers = await readMarkers(env.workspaceRoot, ctx.tenant, ctx.downstreamKey);
         const own = markers.get(ctx.attempt);
         if (own !== undefined && own.path !== args.path) return { status: 'unknown' };
         const done = [own, ...[...markers.values()].sort((a, b) => b.attempt - a.attempt)].find(

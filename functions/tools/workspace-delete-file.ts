@@ -7,6 +7,7 @@ import {
   failureBeforeCommit,
   resolveWorkspaceTarget,
   syncDir,
+  tenantPath,
   throwIfAbortedBeforeCommit,
   workspacePathSchema,
 } from './workspace-path';
@@ -27,9 +28,10 @@ export interface DeleteFileResult {
 }
 
 /**
- * `workspace.delete_file`: deletes a regular file under the workspace root. Requires approval. An
+ * `workspace.delete_file`: deletes a regular file under the tenant's workspace root. Requires approval. An
  * absent file (or a missing folder, or a file where a folder should be) succeeds with `deleted: false`, so the outcome is idempotent;
- * links on the path are refused (`path_escape`), folders are not deleted (`not_a_file`).
+ * links on the path, and a file with a second name (a hard link), are refused (`path_escape`), folders
+ * are not deleted (`not_a_file`).
  *
  * Reconcile: the file is absent → `applied`; a file is there → `not_applied` (running the delete
  * again is what the approved call asked for); a link on the path now → `unknown`.
@@ -54,7 +56,9 @@ export function workspaceDeleteFile(env: Pick<ToolEnvironment, 'workspaceRoot'>)
     async execute(args, ctx): Promise<DeleteFileResult> {
       try {
         throwIfAbortedBeforeCommit(ctx.signal);
-        const target = await resolveWorkspaceTarget(env.workspaceRoot, args.path, { createParents: false });
+        const target = await resolveWorkspaceTarget(env.workspaceRoot, tenantPath(ctx.tenant, args.path), {
+          createParents: false,
+        });
         if (target?.existing === undefined) return { path: args.path, deleted: false };
         throwIfAbortedBeforeCommit(ctx.signal);
         await assertRealDir(target.dir);
@@ -76,9 +80,11 @@ export function workspaceDeleteFile(env: Pick<ToolEnvironment, 'workspaceRoot'>)
       }
     },
 
-    async reconcile(args): Promise<ReconcileVerdict> {
+    async reconcile(args, ctx): Promise<ReconcileVerdict> {
       try {
-        const target = await resolveWorkspaceTarget(env.workspaceRoot, args.path, { createParents: false });
+        const target = await resolveWorkspaceTarget(env.workspaceRoot, tenantPath(ctx.tenant, args.path), {
+          createParents: false,
+        });
         if (target?.existing === undefined) {
           const result: DeleteFileResult = { path: args.path, deleted: null };
           return { status: 'applied', result };

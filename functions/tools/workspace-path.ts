@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,9 +9,14 @@ import { NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../do
  * Safe file access under the workspace root, shared by the workspace tools: the path schema (what a
  * caller may name), the resolution that refuses links (what execute may touch), and the atomic write.
  *
+ * Each tenant has a root of its own, `<workspace>/<tenant folder>/` ({@link tenantFolder}): every
+ * path a caller names, and every marker a tool keeps, lives below it, so one tenant can neither read,
+ * overwrite, delete nor reconcile against another's files.
+ *
  * Threat model: the agent reaches the file system only through these tools. The checks refuse any
- * symbolic link below the root (planted by a checkout, an earlier process, or a person), so a call can
- * never read or write outside the root through one. A hostile local user racing the checks with link
+ * symbolic link below the workspace root, the tenant folder included, and any file with a second
+ * name (a hard link, link count above 1), whoever planted it (a checkout, an earlier process, a
+ * person), so a call can never read or write outside its root through one. A hostile local user racing the checks with link
  * swaps is out of scope: Node has no `openat`, so the checks narrow that window (O_NOFOLLOW, a
  * `realpath` check of the parent just before the commit) but cannot close it.
  */
@@ -76,6 +81,41 @@ export const workspacePathSchema = z
       .join('/');
   });
 
+/** Longest tenant name kept readable in its folder name; longer ones are hashed. */
+const MAX_READABLE_TENANT_CHARS = 100;
+
+/**
+ * The folder name of a tenant's workspace root: injective, never `.` or `..`, no separators, safe on
+ * case-insensitive file systems, and at most 130 characters. `[a-z0-9-]` stay as they are; every
+ * other UTF-8 byte (upper case letters included, so `Acme` and `acme` stay apart on macOS) becomes
+ * `_` + two lowercase hex digits. A name whose encoding would be longer than 100 characters becomes
+ * `_h` + the hex SHA-256 of the tenant (`h` is no hex digit, so it cannot be an encoded byte).
+ *
+ * @example
+ * ```ts
+ * tenantFolder('acme');        // 'acme'
+ * tenantFolder('Team/../x');   // '_54eam_2f_2e_2e_2fx'
+ * ```
+ */
+export function tenantFolder(tenant: string): string {
+  if (tenant === '') throw new TerminalToolError('invalid_context', 'the call has no tenant');
+  let encoded = '';
+  for (const byte of Buffer.from(tenant, 'utf8')) {
+    const char = String.fromCharCode(byte);
+    encoded += /^[a-z0-9-]$/.test(char) ? char : `_${byte.toString(16).padStart(2, '0')}`;
+  }
+  if (encoded.length <= MAX_READABLE_TENANT_CHARS) return encoded;
+  return `_h${createHash('sha256').update(tenant, 'utf8').digest('hex')}`;
+}
+
+/**
+ * A caller's normalized path as a path below the workspace root: inside the tenant's own folder.
+ * Every workspace tool resolves this, never the caller's path alone.
+ */
+export function tenantPath(tenant: string, relativePath: string): string {
+  return `${tenantFolder(tenant)}/${relativePath}`;
+}
+
 /** Where a normalized workspace path lives on disk, after checking every component. */
 export interface WorkspaceTarget {
   /** The real path of the workspace root. */
@@ -86,7 +126,7 @@ export interface WorkspaceTarget {
   name: string;
   /** `dir` + `name`. */
   file: string;
-  /** `lstat` of the file, or `undefined` when it does not exist. Never a link. */
+  /** `lstat` of the file, or `undefined` when it does not exist. Never a link, never a second name. */
   existing: Stats | undefined;
 }
 
@@ -112,12 +152,21 @@ function linkRefused(): TerminalToolError {
   );
 }
 
+/** A file with more than one name may be reachable from outside the root: refused like a link. */
+export function hardLinkRefused(): TerminalToolError {
+  return new TerminalToolError(
+    'path_escape',
+    'the path names a file with more than one name (a hard link), which the workspace refuses',
+  );
+}
+
 /**
- * Resolves a normalized workspace path, refusing a symbolic link at any component (the root itself
- * may be one: that is the deployment's choice). With `createParents`, missing folders (and the root)
+ * Resolves a normalized path below the workspace root (for a caller's path: {@link tenantPath}),
+ * refusing a symbolic link at any component (the root itself may be one: that is the deployment's
+ * choice) and a file whose link count is above 1 (a hard link). With `createParents`, missing folders (and the root)
  * are created one by one, each checked; without it, a missing root or folder yields `undefined`.
  *
- * Throws {@link TerminalToolError} `path_escape` (a link), `not_a_directory` (a component is a
+ * Throws {@link TerminalToolError} `path_escape` (a symbolic or hard link), `not_a_directory` (a component is a
  * file) or `not_a_file` (the target is a folder or a special file); other errors are raw fs errors.
  */
 export async function resolveWorkspaceTarget(
@@ -163,6 +212,7 @@ export async function resolveWorkspaceTarget(
       'the path names a folder or a special file, not a regular file',
     );
   }
+  if (existing !== undefined && existing.nlink > 1) throw hardLinkRefused();
   return { root, dir, name, file, existing };
 }
 
@@ -228,16 +278,21 @@ export async function openNoFollow(file: string, flags: number, mode = 0o666): P
   return open(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
 }
 
-/** Opens a regular file for reading without following a link; `undefined` when absent. */
+/** Opens a regular file with one name for reading without following a link; `undefined` when absent. */
 export async function openForRead(file: string): Promise<FileHandle | undefined> {
   try {
     const handle = await open(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-    if (!(await handle.stat()).isFile()) {
+    const stats = await handle.stat();
+    if (!stats.isFile()) {
       await handle.close();
       throw new TerminalToolError(
         'not_a_file',
         'the path names a folder or a special file, not a regular file',
       );
+    }
+    if (stats.nlink > 1) {
+      await handle.close();
+      throw hardLinkRefused();
     }
     return handle;
   } catch (error) {

@@ -7,6 +7,7 @@ import {
   failureBeforeCommit,
   openForRead,
   resolveWorkspaceTarget,
+  tenantPath,
   throwIfAbortedBeforeCommit,
   workspacePathSchema,
   writeFileAtomic,
@@ -35,15 +36,16 @@ function describeContent(relativePath: string, data: Buffer): WriteFileResult {
 }
 
 /**
- * `workspace.write_file`: replaces (or creates) a file under the workspace root with the given text,
- * atomically (temp file + rename), creating missing folders. Refuses links anywhere on the path at
- * execute time (`path_escape`, terminal).
+ * `workspace.write_file`: replaces (or creates) a file under the tenant's workspace root with the
+ * given text, atomically (temp file + rename), creating missing folders. Refuses symbolic links
+ * anywhere on the path and a target with a second name (a hard link) at execute time (`path_escape`,
+ * terminal). Reconcile reads the same tenant's file, so another tenant's writes cannot sway it.
  *
  * Reconcile reads the file: the content's hash → `applied`; absent, a folder, or another content →
  * `not_applied`. Another content cannot prove the write never happened (someone may have written
  * after it), but it is the only state this operation's write could have left besides "its content",
  * and running a whole-file write again converges to the same file: a retry costs nothing a
- * last-writer-wins write did not already allow. A link on the path now → `unknown`.
+ * last-writer-wins write did not already allow. A link (symbolic or hard) on the path now → `unknown`.
  *
  * @example
  * ```ts
@@ -66,7 +68,9 @@ export function workspaceWriteFile(env: Pick<ToolEnvironment, 'workspaceRoot'>) 
       const data = Buffer.from(args.content, 'utf8');
       try {
         throwIfAbortedBeforeCommit(ctx.signal);
-        const target = await resolveWorkspaceTarget(env.workspaceRoot, args.path, { createParents: true });
+        const target = await resolveWorkspaceTarget(env.workspaceRoot, tenantPath(ctx.tenant, args.path), {
+          createParents: true,
+        });
         if (target === undefined)
           throw new TerminalToolError('path_missing', 'the workspace folder could not be created');
         await writeFileAtomic(target.dir, target.name, data, {
@@ -83,10 +87,12 @@ export function workspaceWriteFile(env: Pick<ToolEnvironment, 'workspaceRoot'>) 
       return describeContent(args.path, data);
     },
 
-    async reconcile(args): Promise<ReconcileVerdict> {
+    async reconcile(args, ctx): Promise<ReconcileVerdict> {
       const expected = describeContent(args.path, Buffer.from(args.content, 'utf8'));
       try {
-        const target = await resolveWorkspaceTarget(env.workspaceRoot, args.path, { createParents: false });
+        const target = await resolveWorkspaceTarget(env.workspaceRoot, tenantPath(ctx.tenant, args.path), {
+          createParents: false,
+        });
         if (target?.existing === undefined || target.existing.size !== expected.bytes)
           return { status: 'not_applied' };
         const handle = await openForRead(target.file);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { bearerToken, ToolLedgerClient, ToolNameMap } from '../../client/index';
 import { ToolLedgerQueueSender } from '../../client/sqs-sender';
 import { localSqsClient } from '../../functions/local/sqs-server';
+import { tenantFolder } from '../../functions/tools/workspace-path';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
 import { startWebhookTarget } from '../webhook-target';
 import { type EffectsReport, observeEffects } from './effects';
@@ -96,7 +97,12 @@ async function ledgerPhase(root: string): Promise<LedgerPhase> {
     const ids = new Set(ACTIONS.map(operationIdOf));
     return {
       result,
-      effects: await observeEffects(join(dataDir, 'workspace'), { plain, idempotent }, ACTIONS),
+      // The ledger's workspace tools write below the tenant's own root (tenant `local` here).
+      effects: await observeEffects(
+        join(dataDir, 'workspace', tenantFolder('local')),
+        { plain, idempotent },
+        ACTIONS,
+      ),
       attempts: result.operations.reduce((sum, op) => sum + op.attempt, 0),
       reconciled: reconciledOperations(transcript, ids),
       webhookTimeoutMs: tools.find((t) => t.name === 'webhook.post')?.timeout_ms ?? 10_000,

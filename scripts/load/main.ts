@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { tenantFolder } from '../../functions/tools/workspace-path';
 import { type LocalStackProcess, startLocalStack } from '../local-stack';
 import { type ApiTarget, type CallOutcome, type CallSample, requestUntilListening } from './client';
 import { observeEffects } from './effects';
@@ -217,7 +218,8 @@ async function run(options: LoadOptions): Promise<number> {
     const effects = await observeEffects(
       ops,
       [plain.counts, dedup.counts],
-      path.join(dataDir, 'workspace'),
+      // The workspace tools write below the tenant's own root (tenant `local`).
+      path.join(dataDir, 'workspace', tenantFolder('local')),
       runId,
     );
     const states = ops.map((op) => String(finals.get(op.id)?.state ?? 'unsettled'));

@@ -68,7 +68,7 @@ function envelopes(contents: readonly string[]): ToolResultEnvelope[] {
 }
 
 function workspaceFile(path: string): Promise<string> {
-  return readFile(join(dataDir, 'workspace', path), 'utf8');
+  return readFile(join(dataDir, 'workspace', 'local', path), 'utf8');
 }
 
 describe('model adapters against local mode', () => {

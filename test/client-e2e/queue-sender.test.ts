@@ -105,7 +105,9 @@ describe('ToolLedgerQueueSender against local mode', () => {
     const done = await waitForSent(operationId);
     expect(done).toMatchObject({ state: 'succeeded', attempt: 1, agent_run_id: run });
     await queueDrained();
-    expect(await readFile(join(dataDir, 'workspace', 'log', 'queue.txt'), 'utf8')).toBe('from the queue\n');
+    expect(await readFile(join(dataDir, 'workspace', 'local', 'log', 'queue.txt'), 'utf8')).toBe(
+      'from the queue\n',
+    );
     expect((await client.get(operationId)).attempt).toBe(1);
   });
 
@@ -139,7 +141,7 @@ describe('ToolLedgerQueueSender against local mode', () => {
     await sender.send(input);
     await queueDrained();
     expect(await client.get(operationId)).toEqual({ ...called.operation });
-    expect(await readFile(join(dataDir, 'workspace', 'log', 'both.txt'), 'utf8')).toBe('once\n');
+    expect(await readFile(join(dataDir, 'workspace', 'local', 'log', 'both.txt'), 'utf8')).toBe('once\n');
   });
 
   it('a message past its not_after is acknowledged without running', async () => {
@@ -152,7 +154,9 @@ describe('ToolLedgerQueueSender against local mode', () => {
     });
     await queueDrained();
     await expect(client.get(operationId)).rejects.toMatchObject({ status: 404, code: 'not_found' });
-    await expect(readFile(join(dataDir, 'workspace', 'log', 'late.txt'), 'utf8')).rejects.toMatchObject({
+    await expect(
+      readFile(join(dataDir, 'workspace', 'local', 'log', 'late.txt'), 'utf8'),
+    ).rejects.toMatchObject({
       code: 'ENOENT',
     });
   });

@@ -65,7 +65,7 @@ describe('ToolLedgerClient against local mode', () => {
     expect(proxy.lost).toBe(1);
     expect(outcome).toMatchObject({ status: 201, replayed: true, attempts: 2 });
     expect(outcome.operation).toMatchObject({ operation_id: operationId, state: 'succeeded', attempt: 1 });
-    const text = await readFile(join(dataDir, 'workspace', 'log', 'lost.txt'), 'utf8');
+    const text = await readFile(join(dataDir, 'workspace', 'local', 'log', 'lost.txt'), 'utf8');
     expect(text).toBe('deployed main\n');
   });
 
@@ -100,7 +100,9 @@ describe('ToolLedgerClient against local mode', () => {
     await expect(second).rejects.toBeInstanceOf(IdempotencyConflictError);
     const error = (await second.catch((e: unknown) => e)) as IdempotencyConflictError;
     expect(error).toMatchObject({ code: 'idempotency_key_reused', status: 422, operationId });
-    expect(await readFile(join(dataDir, 'workspace', 'log', 'conflict.txt'), 'utf8')).toBe('first\n');
+    expect(await readFile(join(dataDir, 'workspace', 'local', 'log', 'conflict.txt'), 'utf8')).toBe(
+      'first\n',
+    );
     expect((await client.get(operationId)).arguments_digest).toBe(first.operation.arguments_digest);
   });
 

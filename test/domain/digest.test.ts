@@ -88,17 +88,34 @@ describe('I-JSON parsing', () => {
 });
 
 describe('downstream key', () => {
-  test.prop([fc.string({ minLength: 1, maxLength: 64 }), fc.string({ minLength: 1, maxLength: 255 })])(
-    'is at most 64 characters of [A-Za-z0-9_-] and stable',
-    (tenant, id) => {
-      const key = downstreamKey(tenant, id);
+  test.prop([
+    fc.string({ minLength: 1, maxLength: 64 }),
+    fc.string({ minLength: 1, maxLength: 255 }),
+    fc.uuid(),
+  ])(
+    'is at most 64 characters of [A-Za-z0-9_-] and the same for every attempt of one reservation',
+    (tenant, id, reservation) => {
+      const key = downstreamKey(tenant, id, reservation);
       expect(key).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
-      expect(downstreamKey(tenant, id)).toBe(key);
+      expect(downstreamKey(tenant, id, reservation)).toBe(key);
     },
   );
 
   it('differs between tenants with the same operation ID', () => {
-    expect(downstreamKey('a', 'op')).not.toBe(downstreamKey('b', 'op'));
+    expect(downstreamKey('a', 'op', 'r1')).not.toBe(downstreamKey('b', 'op', 'r1'));
+  });
+
+  it('differs for a new reservation of the same operation ID (a key reused after expiry)', () => {
+    expect(downstreamKey('a', 'op', 'r1')).not.toBe(downstreamKey('a', 'op', 'r2'));
+  });
+
+  it('cannot be made to collide by moving characters between the parts', () => {
+    expect(downstreamKey('a', 'b\u0000c', 'r')).not.toBe(downstreamKey('a\u0000b', 'c', 'r'));
+    expect(downstreamKey('ab', 'c', 'r')).not.toBe(downstreamKey('a', 'bc', 'r'));
+  });
+
+  it('refuses to derive a key without a reservation', () => {
+    expect(() => downstreamKey('a', 'op', '')).toThrow();
   });
 });
 

@@ -51,7 +51,7 @@ describe('the Lambda entry point (functions/handlers/api.ts)', () => {
     const first = parse(await handler(toEvent(request), testContext()));
     expect(first.status).toBe(201);
     expect(first.body.state).toBe('succeeded');
-    expect(await readFile(join(workspace, 'notes/a.txt'), 'utf8')).toBe('hello\n');
+    expect(await readFile(join(workspace, 'acme', 'notes/a.txt'), 'utf8')).toBe('hello\n');
     const again = parse(await handler(toEvent(request), testContext()));
     expect(again.status).toBe(201);
     expect(again.headers['Idempotent-Replayed']).toBe('true');

@@ -383,7 +383,7 @@ describe('no argument or result value in any log line', () => {
     );
     expect(JSON.stringify(served)).toContain(PREFIX);
     expect(hooks.requests.length).toBeGreaterThanOrEqual(5);
-    expect(await readFile(path.join(workspace, `${file}.log`), 'utf8')).toContain(PREFIX);
+    expect(await readFile(path.join(workspace, 'acme', `${file}.log`), 'utf8')).toContain(PREFIX);
 
     const leaks = lines.filter((line) => line.includes(PREFIX));
     expect(leaks).toEqual([]);

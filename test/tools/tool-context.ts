@@ -6,14 +6,14 @@ import path from 'node:path';
 import { downstreamKey } from '../../functions/domain/downstream-key';
 import type { ToolContext } from '../../functions/domain/tool';
 
-/** A tool context as the engine would build it, with a fresh operation ID unless given. */
+/** A tool context as the engine would build it, with a fresh operation ID and reservation unless given. */
 export function toolContext(overrides: Partial<ToolContext> = {}): ToolContext {
   const tenant = overrides.tenant ?? 'acme';
   const operationId = overrides.operationId ?? `op-${randomUUID()}`;
   return {
     operationId,
     tenant,
-    downstreamKey: downstreamKey(tenant, operationId),
+    downstreamKey: downstreamKey(tenant, operationId, randomUUID()),
     attempt: 1,
     signal: new AbortController().signal,
     logger: { info: () => undefined, warn: () => undefined },
@@ -21,10 +21,15 @@ export function toolContext(overrides: Partial<ToolContext> = {}): ToolContext {
   };
 }
 
-/** A fresh temporary folder (real path) holding a workspace root and an "outside" folder. */
+/**
+ * A fresh temporary folder (real path) holding a workspace root, the root of tenant `acme` inside it
+ * (`home`: where the workspace tools put the files of {@link toolContext}'s default tenant), and an
+ * "outside" folder.
+ */
 export async function tempDirs(): Promise<{
   base: string;
   root: string;
+  home: string;
   outside: string;
   cleanup: () => Promise<void>;
 }> {
@@ -32,6 +37,7 @@ export async function tempDirs(): Promise<{
   return {
     base,
     root: path.join(base, 'workspace'),
+    home: path.join(base, 'workspace', 'acme'),
     outside: path.join(base, 'outside'),
     cleanup: () => rm(base, { recursive: true, force: true }),
   };

@@ -1,8 +1,14 @@
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NotAppliedError, type ToolContext } from '../../functions/domain/tool';
-import { MARKERS_DIR, workspaceAppendLine } from '../../functions/tools/workspace-append-line';
+import {
+  MARKER_SWEEP_MARGIN_SECONDS,
+  MARKERS_DIR,
+  markersFolder,
+  sweepMarkers,
+} from '../../functions/tools/append-markers';
+import { workspaceAppendLine } from '../../functions/tools/workspace-append-line';
 import { workspaceWriteFile } from '../../functions/tools/workspace-write-file';
 import { tempDirs, toolContext } from './tool-context';
 
@@ -39,9 +45,9 @@ describe('workspace.append_line', () => {
   afterEach(() => dirs.cleanup());
 
   const args = (line = 'deployed v1', p = 'logs//deploy.log') => tool.schema.parse({ path: p, line });
-  const content = () => readFile(path.join(dirs.root, 'logs/deploy.log'), 'utf8');
+  const content = () => readFile(path.join(dirs.home, 'logs/deploy.log'), 'utf8');
   const markerFile = (c: ToolContext, attempt = c.attempt) =>
-    path.join(dirs.root, MARKERS_DIR, c.downstreamKey, `${attempt}.json`);
+    path.join(dirs.home, MARKERS_DIR, c.downstreamKey, `${attempt}.json`);
 
   it('refuses line breaks, reserved paths and unknown keys in the schema', () => {
     expect(tool.schema.safeParse({ path: 'a.log', line: 'two\nlines' }).success).toBe(false);
@@ -72,13 +78,13 @@ describe('workspace.append_line', () => {
   });
 
   it('refuses a link planted in the workspace, appending nothing outside', async () => {
-    await mkdir(dirs.root, { recursive: true });
+    await mkdir(dirs.home, { recursive: true });
     await writeFile(path.join(dirs.outside, 'victim.log'), 'original\n');
-    await symlink(dirs.outside, path.join(dirs.root, 'logs'));
+    await symlink(dirs.outside, path.join(dirs.home, 'logs'));
     await expect(tool.execute(args('x', 'logs/victim.log'), ctx)).rejects.toMatchObject({
       code: 'path_escape',
     });
-    await symlink(path.join(dirs.outside, 'victim.log'), path.join(dirs.root, 'direct.log'));
+    await symlink(path.join(dirs.outside, 'victim.log'), path.join(dirs.home, 'direct.log'));
     await expect(tool.execute(args('x', 'direct.log'), ctx)).rejects.toMatchObject({ code: 'path_escape' });
     expect(await readFile(path.join(dirs.outside, 'victim.log'), 'utf8')).toBe('original\n');
   });
@@ -155,6 +161,76 @@ describe('workspace.append_line', () => {
       await tool.execute(args(), ctx);
       await tool.execute(args(), { ...ctx, attempt: 2 });
       expect((await readdir(path.dirname(markerFile(ctx)))).sort()).toEqual(['1.json', '2.json']);
+    });
+  });
+});
+
+describe('workspace.append_line: links, reservations and the marker sweep', () => {
+  let dirs: Awaited<ReturnType<typeof tempDirs>>;
+  let tool: ReturnType<typeof workspaceAppendLine>;
+  beforeEach(async () => {
+    dirs = await tempDirs();
+    await mkdir(dirs.outside, { recursive: true });
+    tool = workspaceAppendLine({ workspaceRoot: dirs.root, local: true }, { sweepEveryMs: 0 });
+    faults.failMarkerRename = () => false;
+  });
+  afterEach(() => dirs.cleanup());
+
+  const args = (line = 'x', p = 'log.txt') => tool.schema.parse({ path: p, line });
+
+  it('never writes through a hard link to a file outside the workspace', async () => {
+    await writeFile(path.join(dirs.outside, 'victim.log'), 'original\n');
+    await mkdir(dirs.home, { recursive: true });
+    await link(path.join(dirs.outside, 'victim.log'), path.join(dirs.home, 'log.txt'));
+    await expect(tool.execute(args(), toolContext())).rejects.toMatchObject({ code: 'path_escape' });
+    expect(await readFile(path.join(dirs.outside, 'victim.log'), 'utf8')).toBe('original\n');
+  });
+
+  it('a new reservation of the same operation ID never finds the old one’s done marker', async () => {
+    const old = toolContext({ operationId: 'op-reused' });
+    await tool.execute(args(), old);
+    const reused = toolContext({ operationId: 'op-reused' }); // same ID, new reservation
+    expect(reused.downstreamKey).not.toBe(old.downstreamKey);
+    expect(await tool.reconcile?.(args(), reused)).toEqual({ status: 'unknown' });
+    expect(await tool.reconcile?.(args(), old)).toMatchObject({ status: 'applied' });
+  });
+
+  it('keeps each tenant’s markers in its own root', async () => {
+    const a = toolContext({ tenant: 'tenant-a' });
+    await tool.execute(args(), a);
+    expect(await readdir(markersFolder(dirs.root, 'tenant-a', a.downstreamKey))).toEqual(['1.json']);
+    expect(await tool.reconcile?.(args(), { ...a, tenant: 'tenant-b' })).toEqual({ status: 'unknown' });
+  });
+
+  it('the sweep removes expired done markers and keeps young ones and unknown outcomes', async () => {
+    const done = toolContext();
+    const young = toolContext();
+    const unknown = toolContext();
+    await tool.execute(args(), done);
+    await tool.execute(args(), young);
+    faults.failMarkerRename = (n) => n % 2 === 0; // the done marker of this attempt is never written
+    faults.markerRenames = 0;
+    await tool.execute(args(), unknown);
+    faults.failMarkerRename = () => false;
+    const retentionSeconds = 1_000;
+    const now = Date.now() + (retentionSeconds + MARKER_SWEEP_MARGIN_SECONDS) * 1000;
+    const past = new Date(Date.now() - 10_000);
+    for (const c of [done, unknown]) {
+      const folder = markersFolder(dirs.root, 'acme', c.downstreamKey);
+      await utimes(path.join(folder, '1.json'), past, past);
+    }
+    // `young` was written now: keep it by moving "now" to just before its own expiry.
+    const youngFolder = markersFolder(dirs.root, 'acme', young.downstreamKey);
+    await utimes(path.join(youngFolder, '1.json'), new Date(now), new Date(now));
+    expect(await sweepMarkers(dirs.root, 'acme', { retentionSeconds, now })).toEqual({ removed: 1, kept: 2 });
+    await expect(readdir(markersFolder(dirs.root, 'acme', done.downstreamKey))).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
+    expect(await readdir(youngFolder)).toEqual(['1.json']);
+    expect(await tool.reconcile?.(args(), unknown)).toEqual({ status: 'unknown' });
+    expect(await sweepMarkers(dirs.root, 'nobody', { retentionSeconds, now })).toEqual({
+      removed: 0,
+      kept: 0,
     });
   });
 });

@@ -1,8 +1,14 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fc, test } from '@fast-check/vitest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TerminalToolError } from '../../functions/domain/tool';
-import { resolveWorkspaceTarget, workspacePathSchema } from '../../functions/tools/workspace-path';
+import {
+  resolveWorkspaceTarget,
+  tenantFolder,
+  tenantPath,
+  workspacePathSchema,
+} from '../../functions/tools/workspace-path';
 import { tempDirs } from './tool-context';
 
 describe('workspace path schema', () => {
@@ -108,5 +114,56 @@ describe('resolveWorkspaceTarget', () => {
         code: 'not_a_directory',
       },
     );
+  });
+});
+
+describe('tenant folders', () => {
+  it.each([
+    ['local', 'local'],
+    ['tenant-a', 'tenant-a'],
+    ['Acme', '_41cme'],
+    ['..', '_2e_2e'],
+    ['.', '_2e'],
+    ['a/../b', 'a_2f_2e_2e_2fb'],
+    ['a\\b', 'a_5cb'],
+    ['acme:prod', 'acme_3aprod'],
+    ['_2e', '_5f2e'],
+    ['é', '_c3_a9'],
+  ])('%j becomes the folder %j', (tenant, folder) => {
+    expect(tenantFolder(tenant)).toBe(folder);
+  });
+
+  test.prop([fc.string({ minLength: 1, maxLength: 300 }), fc.string({ minLength: 1, maxLength: 300 })])(
+    'is one safe folder name, and different tenants never share one',
+    (a, b) => {
+      for (const t of [a, b]) {
+        const folder = tenantFolder(t);
+        expect(folder).toMatch(/^[a-z0-9_-]{1,130}$/);
+        expect(folder).not.toMatch(/^\./);
+      }
+      if (a !== b) expect(tenantFolder(a)).not.toBe(tenantFolder(b));
+    },
+  );
+
+  it('long names are hashed, and an empty tenant is refused', () => {
+    expect(tenantFolder('x'.repeat(101))).toMatch(/^_h[0-9a-f]{64}$/);
+    expect(tenantFolder('x'.repeat(100))).toBe('x'.repeat(100));
+    expect(() => tenantFolder('')).toThrow(TerminalToolError);
+    expect(tenantPath('Acme', 'a/b.txt')).toBe('_41cme/a/b.txt');
+  });
+
+  it('a hard link as the file is path_escape', async () => {
+    const dirs = await tempDirs();
+    try {
+      await mkdir(dirs.root, { recursive: true });
+      await mkdir(dirs.outside, { recursive: true });
+      await writeFile(path.join(dirs.outside, 'f'), 'x');
+      await link(path.join(dirs.outside, 'f'), path.join(dirs.root, 'f'));
+      await expect(resolveWorkspaceTarget(dirs.root, 'f', { createParents: false })).rejects.toMatchObject({
+        code: 'path_escape',
+      });
+    } finally {
+      await dirs.cleanup();
+    }
   });
 });

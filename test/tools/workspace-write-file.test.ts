@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NotAppliedError, TerminalToolError } from '../../functions/domain/tool';
@@ -37,23 +37,23 @@ describe('workspace.write_file', () => {
     const args = tool.schema.parse({ path: 'notes//day/./log.txt', content: 'héllo\n' });
     const result = await tool.execute(args, toolContext());
     expect(result).toEqual({ path: 'notes/day/log.txt', bytes: 7, sha256: sha256('héllo\n') });
-    expect(await readFile(path.join(dirs.root, 'notes/day/log.txt'), 'utf8')).toBe('héllo\n');
+    expect(await readFile(path.join(dirs.home, 'notes/day/log.txt'), 'utf8')).toBe('héllo\n');
   });
 
   it('replaces an existing file atomically, keeping its mode and leaving no temporary file', async () => {
-    await mkdir(dirs.root, { recursive: true });
-    const file = path.join(dirs.root, 'a.txt');
+    await mkdir(dirs.home, { recursive: true });
+    const file = path.join(dirs.home, 'a.txt');
     await writeFile(file, 'old content that is longer');
     await chmod(file, 0o640);
     await tool.execute(tool.schema.parse({ path: 'a.txt', content: 'new' }), toolContext());
     expect(await readFile(file, 'utf8')).toBe('new');
     expect((await stat(file)).mode & 0o777).toBe(0o640);
-    expect(await readdir(dirs.root)).toEqual(['a.txt']);
+    expect(await readdir(dirs.home)).toEqual(['a.txt']);
   });
 
   it('refuses a link to a folder outside the workspace, writing nothing there', async () => {
-    await mkdir(dirs.root, { recursive: true });
-    await symlink(dirs.outside, path.join(dirs.root, 'planted'));
+    await mkdir(dirs.home, { recursive: true });
+    await symlink(dirs.outside, path.join(dirs.home, 'planted'));
     const error = await tool
       .execute(tool.schema.parse({ path: 'planted/evil.txt', content: 'x' }), toolContext())
       .catch((e: unknown) => e);
@@ -64,10 +64,10 @@ describe('workspace.write_file', () => {
   });
 
   it('refuses a link as the file, leaving the link target unchanged', async () => {
-    await mkdir(dirs.root, { recursive: true });
+    await mkdir(dirs.home, { recursive: true });
     const secret = path.join(dirs.outside, 'secret.txt');
     await writeFile(secret, 'keep me');
-    await symlink(secret, path.join(dirs.root, 'a.txt'));
+    await symlink(secret, path.join(dirs.home, 'a.txt'));
     await expect(
       tool.execute(tool.schema.parse({ path: 'a.txt', content: 'x' }), toolContext()),
     ).rejects.toMatchObject({
@@ -76,9 +76,20 @@ describe('workspace.write_file', () => {
     expect(await readFile(secret, 'utf8')).toBe('keep me');
   });
 
+  it('refuses a hard link as the file, leaving the other name’s content unchanged', async () => {
+    await mkdir(dirs.home, { recursive: true });
+    await mkdir(dirs.outside, { recursive: true });
+    await writeFile(path.join(dirs.outside, 'secret.txt'), 'secret');
+    await link(path.join(dirs.outside, 'secret.txt'), path.join(dirs.home, 'a.txt'));
+    const args = tool.schema.parse({ path: 'a.txt', content: 'secret' });
+    await expect(tool.execute(args, toolContext())).rejects.toMatchObject({ code: 'path_escape' });
+    expect(await readFile(path.join(dirs.outside, 'secret.txt'), 'utf8')).toBe('secret');
+    expect(await tool.reconcile?.(args, toolContext())).toEqual({ status: 'unknown' });
+  });
+
   it('fails terminally when a folder occupies the path or a file occupies a folder', async () => {
-    await mkdir(path.join(dirs.root, 'dir'), { recursive: true });
-    await writeFile(path.join(dirs.root, 'file'), 'x');
+    await mkdir(path.join(dirs.home, 'dir'), { recursive: true });
+    await writeFile(path.join(dirs.home, 'file'), 'x');
     await expect(
       tool.execute(tool.schema.parse({ path: 'dir', content: 'x' }), toolContext()),
     ).rejects.toMatchObject({
@@ -98,7 +109,7 @@ describe('workspace.write_file', () => {
       .execute(tool.schema.parse({ path: 'a.txt', content: 'x' }), toolContext({ signal: controller.signal }))
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotAppliedError);
-    await expect(stat(path.join(dirs.root, 'a.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(path.join(dirs.home, 'a.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   describe('reconcile', () => {
@@ -111,25 +122,25 @@ describe('workspace.write_file', () => {
 
     it('is not applied when the file, its folder or the whole workspace is absent', async () => {
       expect(await tool.reconcile?.(args(), toolContext())).toEqual({ status: 'not_applied' });
-      await mkdir(dirs.root);
+      await mkdir(dirs.home, { recursive: true });
       expect(await tool.reconcile?.(args(), toolContext())).toEqual({ status: 'not_applied' });
-      await mkdir(path.join(dirs.root, 'r'));
+      await mkdir(path.join(dirs.home, 'r'));
       expect(await tool.reconcile?.(args(), toolContext())).toEqual({ status: 'not_applied' });
     });
 
     it('is not applied when the file holds other content (same size or not)', async () => {
-      await mkdir(path.join(dirs.root, 'r'), { recursive: true });
-      await writeFile(path.join(dirs.root, 'r/file.txt'), 'THE CONTENT');
+      await mkdir(path.join(dirs.home, 'r'), { recursive: true });
+      await writeFile(path.join(dirs.home, 'r/file.txt'), 'THE CONTENT');
       expect(await tool.reconcile?.(args(), toolContext())).toEqual({ status: 'not_applied' });
-      await writeFile(path.join(dirs.root, 'r/file.txt'), 'other');
+      await writeFile(path.join(dirs.home, 'r/file.txt'), 'other');
       expect(await tool.reconcile?.(args(), toolContext())).toEqual({ status: 'not_applied' });
     });
 
     it('is unknown when a link now sits on the path (it will not read through it)', async () => {
-      await mkdir(dirs.root, { recursive: true });
+      await mkdir(dirs.home, { recursive: true });
       await mkdir(path.join(dirs.outside, 'r'));
       await writeFile(path.join(dirs.outside, 'r/file.txt'), 'the content');
-      await symlink(path.join(dirs.outside, 'r'), path.join(dirs.root, 'r'));
+      await symlink(path.join(dirs.outside, 'r'), path.join(dirs.home, 'r'));
       expect(await tool.reconcile?.(args(), toolContext())).toEqual({ status: 'unknown' });
     });
   });

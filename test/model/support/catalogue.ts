@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { downstreamKey } from '../../../functions/domain/downstream-key';
 import { prepareCall } from '../../../functions/engine/prepare-call';
 import type { ToolRegistry } from '../../../functions/tools/registry';
+import { tenantFolder } from '../../../functions/tools/workspace-path';
 import type { HookServer } from './hook-server';
 import type { ScriptedTools } from './model-tools';
 import type { OpSpec, ToolKind } from './schedule';
@@ -24,7 +24,6 @@ export interface ModelOp {
   operationId: string;
   /** `tenant#operationId`, the effect logs' key. */
   key: string;
-  downstreamKey: string;
   toolName: string;
   /** Two argument variants: 0 is the operation, 1 is a conflicting reuse of its ID. */
   args: [Record<string, unknown>, Record<string, unknown>];
@@ -50,7 +49,7 @@ export interface CatalogueParts {
   returns: Map<string, [number, number]>;
 }
 
-/** Workspace path of the shared journal all append operations write to. */
+/** Workspace path of the journal all append operations of a tenant write to (in its own root). */
 export function journalPath(salt: string): string {
   return `${CANARY_PREFIX}${salt}-journal.txt`;
 }
@@ -86,7 +85,7 @@ function argumentsOf(
             : parts.deadOrigin;
       return {
         url: `${origin}/hook/${canary}`,
-        json: { canary, variant, tenant },
+        json: { canary, variant, tenant, op: `op-${spec.id}` },
         headers: { 'x-model-canary': canary },
       };
     }
@@ -123,7 +122,6 @@ export function buildCatalogue(parts: CatalogueParts, specs: OpSpec[]): ModelOp[
       string,
       string,
     ];
-    const dkey = downstreamKey(tenant, operationId);
     const applied = async (): Promise<[number, number]> => {
       switch (spec.kind) {
         case 'scripted.effect':
@@ -132,14 +130,17 @@ export function buildCatalogue(parts: CatalogueParts, specs: OpSpec[]): ModelOp[
         case 'scripted.guarded':
           return parts.scripted.appliedOf(key);
         case 'workspace.append_line':
-          return countLines(path.join(parts.workspaceRoot, journalPath(parts.salt)), canaries);
+          return countLines(
+            path.join(parts.workspaceRoot, tenantFolder(tenant), journalPath(parts.salt)),
+            canaries,
+          );
         case 'workspace.write_file':
         case 'workspace.delete_file':
           return [...(parts.returns.get(key) ?? [0, 0])] as [number, number];
         case 'webhook.plain':
-          return parts.plainHook.appliedOf(dkey);
+          return parts.plainHook.appliedOf(key);
         case 'webhook.idempotent':
-          return parts.idemHook.appliedOf(dkey);
+          return parts.idemHook.appliedOf(key);
         case 'webhook.dead':
           return [0, 0];
       }
@@ -150,7 +151,6 @@ export function buildCatalogue(parts: CatalogueParts, specs: OpSpec[]): ModelOp[
       tenant,
       operationId,
       key,
-      downstreamKey: dkey,
       toolName,
       args,
       digests,

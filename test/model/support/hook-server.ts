@@ -2,9 +2,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HookBehaviour } from './schedule';
 
-/** One request the server applied: which key, and which arguments variant it carried. */
+/** One request the server applied: which key, which operation and arguments variant it carried. */
 export interface AppliedHook {
   key: string;
+  /** `tenant#operationId` from the body (the model puts both there). */
+  op: string;
   variant: number;
   tenant: string;
 }
@@ -23,8 +25,9 @@ export class HookServer {
   /** Bodies whose tenant did not match the key's operation (must stay empty). */
   readonly crossTenant: string[] = [];
   private readonly stored = new Map<string, string>();
-  private plan: (key: string, arrival: number) => HookBehaviour = () => 'ok';
-  private owners = new Map<string, string>();
+  private plan: (op: string, arrival: number) => HookBehaviour = () => 'ok';
+  /** The tenant of the first request that carried each key. */
+  private readonly owners = new Map<string, string>();
 
   private constructor(
     private readonly server: http.Server,
@@ -47,23 +50,29 @@ export class HookServer {
   }
 
   /**
-   * Forgets everything and takes a new plan for the next schedule. `owners` maps each downstream key
-   * to the tenant whose operation it belongs to.
+   * Forgets everything and takes a new plan for the next schedule: what to do with the n-th request
+   * carrying a downstream key, by the operation (`tenant#operationId`) its body names. The key itself
+   * is derived from the record's reservation, which the model does not know in advance.
    */
-  reset(plan: (key: string, arrival: number) => HookBehaviour, owners: Map<string, string>): void {
+  reset(plan: (op: string, arrival: number) => HookBehaviour): void {
     this.arrivals.clear();
     this.applied.length = 0;
     this.crossTenant.length = 0;
     this.stored.clear();
+    this.owners.clear();
     this.plan = plan;
-    this.owners = owners;
   }
 
-  /** Effects applied for a key, by arguments variant. */
-  appliedOf(key: string): [number, number] {
+  /** Effects applied for an operation (`tenant#operationId`), by arguments variant. */
+  appliedOf(op: string): [number, number] {
     const counts: [number, number] = [0, 0];
-    for (const hook of this.applied) if (hook.key === key) counts[hook.variant === 1 ? 1 : 0] += 1;
+    for (const hook of this.applied) if (hook.op === op) counts[hook.variant === 1 ? 1 : 0] += 1;
     return counts;
+  }
+
+  /** The distinct downstream keys that carried requests for an operation. */
+  keysOf(op: string): Set<string> {
+    return new Set(this.applied.filter((hook) => hook.op === op).map((hook) => hook.key));
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse, text: string): void {
@@ -71,23 +80,26 @@ export class HookServer {
     const key = typeof header === 'string' ? header.replace(/^"|"$/g, '') : '';
     const arrival = (this.arrivals.get(key) ?? 0) + 1;
     this.arrivals.set(key, arrival);
-    let body: { canary?: string; variant?: number; tenant?: string } = {};
+    let body: { canary?: string; variant?: number; tenant?: string; op?: string } = {};
     try {
       body = JSON.parse(text) as typeof body;
     } catch {
       // counted as an arrival; never applied
     }
-    if (this.owners.has(key) && this.owners.get(key) !== body.tenant) this.crossTenant.push(key);
+    const owner = this.owners.get(key);
+    if (owner === undefined) this.owners.set(key, body.tenant ?? '');
+    else if (owner !== body.tenant) this.crossTenant.push(key);
+    const op = `${body.tenant ?? ''}#${body.op ?? ''}`;
     const replay = this.idempotent ? this.stored.get(key) : undefined;
     if (replay !== undefined) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(replay);
       return;
     }
-    const behaviour = this.plan(key, arrival);
+    const behaviour = this.plan(op, arrival);
     const answer = JSON.stringify({ ok: true, echo: `${body.canary ?? ''}-res` });
     const apply = () => {
-      this.applied.push({ key, variant: body.variant ?? 0, tenant: body.tenant ?? '' });
+      this.applied.push({ key, op, variant: body.variant ?? 0, tenant: body.tenant ?? '' });
       if (this.idempotent) this.stored.set(key, answer);
     };
     switch (behaviour) {

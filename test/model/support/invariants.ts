@@ -19,6 +19,7 @@ import type { SharedEnv, World } from './world';
  * - every operation ends terminal or in `needs_reconciliation` (none pending, none stuck);
  * - attempts never exceed `max_attempts`;
  * - tenants never see each other's records or arguments;
+ * - every attempt of one operation sends the same downstream key;
  * - no transition log line carries an argument or result value.
  */
 export async function violations(env: SharedEnv, world: World, end: Quiescence): Promise<string[]> {
@@ -34,6 +35,11 @@ export async function violations(env: SharedEnv, world: World, end: Quiescence):
     found.push(`${key}: a tool ran with another tenant's arguments`);
   for (const key of [...env.plainHook.crossTenant, ...env.idemHook.crossTenant]) {
     found.push(`webhook ${key}: a request carried another tenant's arguments`);
+  }
+  for (const op of world.ops) {
+    // One reservation per operation here (no record expires): every attempt sends one downstream key.
+    const keys = new Set([...env.plainHook.keysOf(op.key), ...env.idemHook.keysOf(op.key)]);
+    if (keys.size > 1) found.push(`${op.key}: its attempts sent ${keys.size} different downstream keys`);
   }
 
   for (const op of world.ops) {

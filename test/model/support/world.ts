@@ -20,6 +20,7 @@ import { ensureLedgerTable } from '../../../functions/ledger/table';
 import { type LedgerMetrics, MemoryLedgerMetrics } from '../../../functions/observability/metrics';
 import type { TransitionLogLine, TransitionSink } from '../../../functions/observability/transition-log';
 import type { ToolRegistry } from '../../../functions/tools/registry';
+import { tenantFolder } from '../../../functions/tools/workspace-path';
 import { buildCatalogue, CANARY_PREFIX, type ModelOp, TENANTS } from './catalogue';
 import type { HookServer } from './hook-server';
 import type { ScriptedTools } from './model-tools';
@@ -157,11 +158,9 @@ export class World {
       schedule.ops,
     );
     for (const op of this.ops) byKey.set(op.key, op);
-    const owners = new Map(this.ops.map((op) => [op.downstreamKey, op.tenant]));
-    const arrivals = (key: string, n: number) =>
-      this.ops.find((op) => op.downstreamKey === key)?.spec.arrivals[n - 1] ?? 'ok';
-    env.plainHook.reset(arrivals, owners);
-    env.idemHook.reset(arrivals, owners);
+    const arrivals = (key: string, n: number) => byKey.get(key)?.spec.arrivals[n - 1] ?? 'ok';
+    env.plainHook.reset(arrivals);
+    env.idemHook.reset(arrivals);
   }
 
   /** Builds the world of a schedule on a fresh table and workspace. */
@@ -175,7 +174,7 @@ export class World {
     for (const op of world.ops) {
       if (op.spec.kind !== 'workspace.delete_file') continue;
       for (const args of op.args) {
-        const file = path.join(root, String(args.path));
+        const file = path.join(root, tenantFolder(op.tenant), String(args.path));
         await mkdir(path.dirname(file), { recursive: true });
         await writeFile(file, `${CANARY_PREFIX}-doomed\n`);
       }
