@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from './config';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
+import { QUEUE_SENDERS_VARIABLE, SenderBinding } from './engine/sender-binding';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
@@ -12,6 +13,11 @@ export interface Runtime {
   deps: LedgerDeps;
   /** Tenants the work queue may carry (SPEC §6). */
   queueTenants: ReadonlySet<string>;
+  /**
+   * Which queue senders may act for which tenants (SPEC §6), on AWS; undefined in local mode, where
+   * the tenant binding alone applies.
+   */
+  queueSenders: SenderBinding | undefined;
   toolEnv: ToolEnvironment;
 }
 
@@ -25,6 +31,7 @@ export interface Runtime {
  * | `TOOL_LEDGER_WEBHOOK_ALLOW` | comma-separated origins `webhook.post` may call |
  * | `TOOL_LEDGER_WEBHOOK_IDEMPOTENT` | origins that dedupe on `Idempotency-Key` |
  * | `TOOL_LEDGER_QUEUE_TENANTS` | JSON array of tenants the work queue carries |
+ * | `TOOL_LEDGER_QUEUE_SENDERS` | JSON senders → tenants (AWS only; unset refuses every message) |
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
@@ -58,7 +65,12 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     config,
     queue,
   });
-  return { deps, queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)), toolEnv };
+  return {
+    deps,
+    queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)),
+    queueSenders: local ? undefined : SenderBinding.parse(env[QUEUE_SENDERS_VARIABLE]),
+    toolEnv,
+  };
 }
 
 function list(raw: string | undefined): string[] {

@@ -6,6 +6,7 @@ import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nod
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from './bundling';
+import type { WorkspaceMount } from './shared-workspace';
 
 /**
  * One handler as a Lambda function: its own role (no AWS managed policy), its own log group with a
@@ -37,6 +38,10 @@ export interface HandlerFunctionProps {
   reservedConcurrentExecutions?: number;
   /** Retries of asynchronous invocations. @default Lambda's default (2) */
   retryAttempts?: number;
+  /** Oldest asynchronous event still run. @default Lambda's default (6 hours) */
+  maxEventAge?: Duration;
+  /** A shared file system to mount, and the VPC that reaches it. @default none */
+  mount?: WorkspaceMount;
 }
 
 /** A NodejsFunction with its own role and log group. */
@@ -73,6 +78,15 @@ export class HandlerFunction extends Construct {
       tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       retryAttempts: props.retryAttempts,
+      maxEventAge: props.maxEventAge,
+      ...(props.mount === undefined
+        ? {}
+        : {
+            filesystem: props.mount.filesystem,
+            vpc: props.mount.vpc,
+            vpcSubnets: props.mount.vpcSubnets,
+            securityGroups: props.mount.securityGroups,
+          }),
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
       bundling: props.bundling,
@@ -83,10 +97,15 @@ export class HandlerFunction extends Construct {
         'Node.js 22 is pinned on purpose: the bundles are built with esbuild target node22 and the handlers ' +
         'are tested on that line; moving to a newer runtime is a deliberate, tested change, not a default.',
     });
-    if (props.tracing) {
+    const unscoped = [
+      ...(props.tracing ? ['X-Ray PutTraceSegments/PutTelemetryRecords'] : []),
+      // Lambda manages the ENIs of a function in a VPC (the shared workspace's) through these.
+      ...(props.mount ? ['ec2:CreateNetworkInterface/DescribeNetworkInterfaces/DeleteNetworkInterface'] : []),
+    ];
+    if (unscoped.length > 0) {
       Validations.of(this.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions.',
+        reason: `${unscoped.join(' and ')} support no resource-level permissions.`,
       });
     }
   }

@@ -40,13 +40,20 @@ export function createExecutorHandler(
   let built: Runtime | undefined;
   return async (event, context) => {
     built ??= runtime();
-    const { deps, queueTenants } = built;
+    const { deps, queueTenants, queueSenders } = built;
+    logger.addContext(context);
     const recordHandler = async (record: SQSRecord): Promise<void> => {
       const started = Date.now();
       const req = newRequest(deps, record.messageId, () => context.getRemainingTimeInMillis());
       let verdict: Awaited<ReturnType<typeof handleWorkMessage>>;
       try {
-        verdict = await handleWorkMessage(deps, req, record.body, queueTenants);
+        verdict = await handleWorkMessage(
+          deps,
+          req,
+          record.body,
+          queueTenants,
+          queueSenders && { id: record.attributes?.SenderId, binding: queueSenders },
+        );
       } catch (error) {
         logger.error('work message failed', { message_id: record.messageId, error_class: errorClass(error) });
         throw error;
