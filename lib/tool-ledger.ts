@@ -292,9 +292,9 @@ export class ToolLedger extends Construct {
       environment: { ...environment, ...apiEnvironment(this, settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
     });
-    // `attention` and SendMessage also serve POST /v1/reconciliations, which runs the reconciler's pass
-    // (SendMessage is needed anyway: an approval enqueues the operation).
-    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved', 'attention']);
+    // POST /v1/reconciliations runs a pass over the caller's tenant through `unresolved`, never the
+    // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues).
+    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
