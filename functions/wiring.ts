@@ -8,6 +8,9 @@ import { LedgerStore } from './ledger/ledger-store';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
 
+/** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
+export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } as const;
+
 /** What a handler process holds for its lifetime: built once per cold start. */
 export interface Runtime {
   deps: LedgerDeps;
@@ -43,12 +46,16 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     ...localCredentials,
     ...(env.TOOL_LEDGER_DYNAMODB_ENDPOINT ? { endpoint: env.TOOL_LEDGER_DYNAMODB_ENDPOINT } : {}),
     maxAttempts: 4,
+    // A request that hangs is retried well inside the sync budget (a lost response is recognised by
+    // who wrote the record), instead of waiting for the socket's own timeout.
+    requestHandler: SDK_TIMEOUTS,
   });
   const queue = config.queueUrl
     ? new SqsWorkQueue(
         new SQSClient({
           ...localCredentials,
           ...(env.TOOL_LEDGER_SQS_ENDPOINT ? { endpoint: env.TOOL_LEDGER_SQS_ENDPOINT } : {}),
+          requestHandler: SDK_TIMEOUTS,
         }),
         config.queueUrl,
       )
