@@ -7,6 +7,7 @@
  * | `toolLedger:stackName` | stack name (default `ToolLedger`) |
  * | `toolLedger:tenants` | JSON `{"tenant": {"agents": [arn], "approvers": [arn], "operators": [arn]}}` |
  * | `toolLedger:queueTenants` | JSON array of tenants the work queue carries (default: all) |
+ * | `toolLedger:queueSenders` | JSON `[{"principal": "AROA…", "tenants": ["acme"]}]`: producer role IDs and their tenants |
  * | `toolLedger:toolsModule` | path of the tools module, relative to the project (default: `webhook.post` alone; the workspace tools need a shared file system) |
  * | `toolLedger:webhookAllow` | origins `webhook.post` may call, comma-separated |
  * | `toolLedger:alarmEmail` | e-mail address for alarm notifications |
@@ -16,6 +17,7 @@ import path from 'node:path';
 import { App, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { PROJECT_ROOT } from '../lib/bundling';
+import type { QueueSender } from '../lib/queue-senders';
 import type { TenantPrincipals } from '../lib/tool-ledger';
 import { ToolLedgerStack } from '../lib/tool-ledger-stack';
 
@@ -51,6 +53,7 @@ new ToolLedgerStack(app, context<string>('stackName') ?? 'ToolLedger', {
   ledger: {
     tenants: context<Record<string, TenantPrincipals>>('tenants') ?? {},
     queueTenants: context<string[]>('queueTenants'),
+    queueSenders: context<QueueSender[]>('queueSenders') ?? [],
     ...(toolsModule === undefined ? {} : { toolsModule }),
     webhookAllow,
     removalPolicy: dev ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
