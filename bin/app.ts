@@ -8,7 +8,8 @@
  * | `toolLedger:account`, `toolLedger:region` | where to deploy (both or neither; default: environment-agnostic) |
  * | `toolLedger:tenants` | JSON `{"tenant": {"agents": [arn], "approvers": [arn], "operators": [arn]}}` |
  * | `toolLedger:queueTenants` | JSON array of tenants the work queue carries (default: all) |
- * | `toolLedger:toolsModule` | path of the tools module, relative to the project (default: shipped tools) |
+ * | `toolLedger:queueSenders` | JSON `[{"principal": "AROA…", "tenants": ["acme"]}]`: producer role IDs and their tenants |
+ * | `toolLedger:toolsModule` | path of the tools module, relative to the project (default: `webhook.post` alone; the workspace tools need a shared file system) |
  * | `toolLedger:webhookAllow` | origins `webhook.post` may call, comma-separated |
  * | `toolLedger:alarmEmail` | e-mail address for alarm notifications |
  * | `toolLedger:dev` | `true`: the table, key and logs are destroyed with the stack |
@@ -17,11 +18,10 @@ import path from 'node:path';
 import { App, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { deploymentEnvironment } from '../lib/app-environment';
-import { DEFAULT_TOOLS_MODULE, PROJECT_ROOT } from '../lib/bundling';
-import { LAMBDA_WORKSPACE_DIR } from '../lib/environment';
+import { PROJECT_ROOT } from '../lib/bundling';
+import type { QueueSender } from '../lib/queue-senders';
 import type { TenantPrincipals } from '../lib/tool-ledger';
 import { ToolLedgerStack } from '../lib/tool-ledger-stack';
-import { readToolManifest } from '../lib/tool-manifest';
 
 const app = new App();
 
@@ -44,13 +44,9 @@ function list(value: string | string[] | undefined): string[] {
 }
 
 const configuredTools = context<string>('toolsModule');
-const toolsModule = configuredTools ? path.resolve(PROJECT_ROOT, configuredTools) : DEFAULT_TOOLS_MODULE;
+// The construct loads the tools module itself to check retention and timeouts (SPEC §8).
+const toolsModule = configuredTools ? path.resolve(PROJECT_ROOT, configuredTools) : undefined;
 const webhookAllow = list(context<string | string[]>('webhookAllow'));
-const manifest = await readToolManifest(toolsModule, {
-  workspaceRoot: LAMBDA_WORKSPACE_DIR,
-  webhookAllow,
-  local: false,
-});
 const dev = String(context<string | boolean>('dev')) === 'true';
 
 new ToolLedgerStack(app, context<string>('stackName') ?? 'ToolLedger', {
@@ -60,9 +56,8 @@ new ToolLedgerStack(app, context<string>('stackName') ?? 'ToolLedger', {
   ledger: {
     tenants: context<Record<string, TenantPrincipals>>('tenants') ?? {},
     queueTenants: context<string[]>('queueTenants'),
-    toolsModule,
-    toolRetentions: manifest.retentions,
-    toolTimeouts: manifest.timeouts,
+    queueSenders: context<QueueSender[]>('queueSenders') ?? [],
+    ...(toolsModule === undefined ? {} : { toolsModule }),
     webhookAllow,
     removalPolicy: dev ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
   },

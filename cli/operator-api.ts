@@ -22,6 +22,8 @@ export interface ReconcileReport {
   actions: Record<string, number>;
   /** Records another writer had already moved on (a concurrent pass, a late commit). */
   skipped: number;
+  /** False when the pass stopped for lack of time; the next scheduled pass takes the rest. */
+  complete?: boolean;
 }
 
 /** What to include when reading one operation. */

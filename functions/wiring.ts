@@ -2,16 +2,25 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from './config';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
+import { QUEUE_SENDERS_VARIABLE, SenderBinding } from './engine/sender-binding';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
+
+/** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
+export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } as const;
 
 /** What a handler process holds for its lifetime: built once per cold start. */
 export interface Runtime {
   deps: LedgerDeps;
   /** Tenants the work queue may carry (SPEC §6). */
   queueTenants: ReadonlySet<string>;
+  /**
+   * Which queue senders may act for which tenants (SPEC §6), on AWS; undefined in local mode, where
+   * the tenant binding alone applies.
+   */
+  queueSenders: SenderBinding | undefined;
   toolEnv: ToolEnvironment;
 }
 
@@ -25,6 +34,7 @@ export interface Runtime {
  * | `TOOL_LEDGER_WEBHOOK_ALLOW` | comma-separated origins `webhook.post` may call |
  * | `TOOL_LEDGER_WEBHOOK_IDEMPOTENT` | origins that dedupe on `Idempotency-Key` |
  * | `TOOL_LEDGER_QUEUE_TENANTS` | JSON array of tenants the work queue carries |
+ * | `TOOL_LEDGER_QUEUE_SENDERS` | JSON senders → tenants (AWS only; unset refuses every message) |
  * | `TOOL_LEDGER_RESERVED_ENDPOINTS` | more endpoints of the deployment itself that tools never reach |
  *
  * The reserved endpoints of the tools are that list plus the ledger's own DynamoDB and SQS endpoints
@@ -40,12 +50,16 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     ...localCredentials,
     ...(env.TOOL_LEDGER_DYNAMODB_ENDPOINT ? { endpoint: env.TOOL_LEDGER_DYNAMODB_ENDPOINT } : {}),
     maxAttempts: 4,
+    // A request that hangs is retried well inside the sync budget (a lost response is recognised by
+    // who wrote the record), instead of waiting for the socket's own timeout.
+    requestHandler: SDK_TIMEOUTS,
   });
   const queue = config.queueUrl
     ? new SqsWorkQueue(
         new SQSClient({
           ...localCredentials,
           ...(env.TOOL_LEDGER_SQS_ENDPOINT ? { endpoint: env.TOOL_LEDGER_SQS_ENDPOINT } : {}),
+          requestHandler: SDK_TIMEOUTS,
         }),
         config.queueUrl,
       )
@@ -64,7 +78,12 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     config,
     queue,
   });
-  return { deps, queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)), toolEnv };
+  return {
+    deps,
+    queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)),
+    queueSenders: local ? undefined : SenderBinding.parse(env[QUEUE_SENDERS_VARIABLE]),
+    toolEnv,
+  };
 }
 
 /** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */

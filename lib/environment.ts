@@ -32,7 +32,10 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     TOOL_LEDGER_ALLOW_SELF_APPROVAL: String(settings.allowSelfApproval),
     TOOL_LEDGER_ATTENTION_SHARDS: String(settings.attentionShards),
     TOOL_LEDGER_COMMIT_RESERVE_MS: String(COMMIT_RESERVE.toMilliseconds()),
-    TOOL_LEDGER_WORKSPACE_DIR: LAMBDA_WORKSPACE_DIR,
+    // A queued record is re-enqueued only once its message had time to be received and fail once: a
+    // backlog held back by executorMaxConcurrency is not re-enqueued on every reconciler tick.
+    TOOL_LEDGER_QUEUED_STALE_MS: String(settings.visibilityTimeout.toMilliseconds() + 60_000),
+    TOOL_LEDGER_WORKSPACE_DIR: settings.workspaceDir,
     TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow.join(','),
     TOOL_LEDGER_WEBHOOK_IDEMPOTENT: settings.webhookIdempotentOrigins.join(','),
     POWERTOOLS_SERVICE_NAME: settings.serviceName,

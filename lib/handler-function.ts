@@ -6,6 +6,7 @@ import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nod
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { bundlingProject } from './bundling';
+import type { WorkspaceMount } from './shared-workspace';
 
 /**
  * One handler as a Lambda function: its own role (no AWS managed policy), its own log group with a
@@ -37,6 +38,10 @@ export interface HandlerFunctionProps {
   reservedConcurrentExecutions?: number;
   /** Retries of asynchronous invocations. @default Lambda's default (2) */
   retryAttempts?: number;
+  /** Oldest asynchronous event still run. @default Lambda's default (6 hours) */
+  maxEventAge?: Duration;
+  /** A shared file system to mount, and the VPC that reaches it. @default none */
+  mount?: WorkspaceMount;
   /** Run in these subnets with these security groups (egress control). @default no VPC */
   network?: HandlerNetwork;
 }
@@ -86,9 +91,22 @@ export class HandlerFunction extends Construct {
       tracing: props.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       retryAttempts: props.retryAttempts,
-      vpc: props.network?.vpc,
-      vpcSubnets: props.network?.subnets,
-      securityGroups: props.network ? [...(props.network.securityGroups ?? [])] : undefined,
+      maxEventAge: props.maxEventAge,
+      // A shared workspace needs the VPC that reaches its file system; an explicit network wins otherwise.
+      ...(props.mount === undefined ? {} : { filesystem: props.mount.filesystem }),
+      ...(props.network !== undefined
+        ? {
+            vpc: props.network.vpc,
+            vpcSubnets: props.network.subnets,
+            securityGroups: [...(props.network.securityGroups ?? [])],
+          }
+        : props.mount !== undefined
+          ? {
+              vpc: props.mount.vpc,
+              vpcSubnets: props.mount.vpcSubnets,
+              securityGroups: props.mount.securityGroups,
+            }
+          : {}),
       projectRoot: project.projectRoot,
       depsLockFilePath: project.lockFile,
       bundling: props.bundling,
@@ -99,7 +117,7 @@ export class HandlerFunction extends Construct {
         'Node.js 22 is pinned on purpose: the bundles are built with esbuild target node22 and the handlers ' +
         'are tested on that line; moving to a newer runtime is a deliberate, tested change, not a default.',
     });
-    if (props.network) {
+    if (props.network || props.mount) {
       // What AWSLambdaVPCAccessExecutionRole grants, inline: the role has no AWS managed policy.
       this.role.addToPolicy(
         new PolicyStatement({
@@ -115,7 +133,7 @@ export class HandlerFunction extends Construct {
         }),
       );
     }
-    if (props.tracing || props.network) {
+    if (props.tracing || props.network || props.mount) {
       Validations.of(this.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
         reason:

@@ -1,10 +1,19 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
+import { resolveConcurrency } from './concurrency';
+import { LAMBDA_WORKSPACE_DIR } from './environment';
 import { checkBinding } from './principal-binding';
 import { checkRetention } from './retention-check';
+import {
+  checkWorkspaceTools,
+  SHARED_WORKSPACE_MOUNT,
+  type SharedWorkspace,
+  WEBHOOK_ONLY_TOOLS_MODULE,
+} from './shared-workspace';
 import { splitTenants } from './tenant-bindings';
 import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger';
+import { readToolManifestSync } from './tool-manifest';
 
 /**
  * The construct's props with every default applied and every rule of SPEC §§3, 6, 8 checked, so that a
@@ -52,6 +61,12 @@ export interface LedgerSettings {
   tenants: Record<string, ResolvedTenant>;
   queueTenants: string[];
   toolsModule: string;
+  /** Every tool the tools module registers, read from the module at synth. */
+  toolNames: string[];
+  /** The EFS workspace every handler mounts, if any. */
+  sharedWorkspace: SharedWorkspace | undefined;
+  /** Root of the workspace tools in the handlers (`TOOL_LEDGER_WORKSPACE_DIR`). */
+  workspaceDir: string;
   handlerEntries: { api: string; executor: string; reconciler: string };
   retention: Duration;
   toolRetentions: Record<string, Duration>;
@@ -62,7 +77,7 @@ export interface LedgerSettings {
   executorTimeout: Duration;
   visibilityTimeout: Duration;
   executorBatchSize: number;
-  executorMaxConcurrency: number | undefined;
+  executorMaxConcurrency: number;
   reservedConcurrency: { api?: number; executor?: number; reconciler?: number };
   apiTimeout: Duration;
   syncWait: Duration;
@@ -122,26 +137,44 @@ export function resolveSettings(
   const tenants = resolveTenants(props.tenants ?? {}, problems);
   const executorTimeout = props.executorTimeout ?? Duration.minutes(2);
   const reconcileInterval = props.reconcileInterval ?? Duration.minutes(1);
+  const concurrency = resolveConcurrency(props, problems);
+  const sharedWorkspace = props.sharedWorkspace;
+  const workspaceDir = sharedWorkspace ? SHARED_WORKSPACE_MOUNT : LAMBDA_WORKSPACE_DIR;
+  // Without a file system the handlers share, only tools whose effects live outside the sandbox fit.
+  const toolsModule =
+    props.toolsModule ?? (sharedWorkspace ? DEFAULT_TOOLS_MODULE : WEBHOOK_ONLY_TOOLS_MODULE);
+  const webhookAllow = [...(props.webhookAllow ?? [])];
+  const webhookIdempotentOrigins = [...(props.webhookIdempotentOrigins ?? [])];
+  // The construct reads the tools itself (SPEC §8): an app that loads no manifest is checked too.
+  const manifest = readToolManifestSync(toolsModule, {
+    workspaceRoot: workspaceDir,
+    webhookAllow,
+    webhookIdempotentOrigins,
+    local: false,
+  });
   const settings: LedgerSettings = {
     tenants,
     queueTenants: [...(props.queueTenants ?? Object.keys(tenants))],
-    toolsModule: props.toolsModule ?? DEFAULT_TOOLS_MODULE,
+    toolsModule,
+    toolNames: manifest.names,
+    sharedWorkspace,
+    workspaceDir,
     handlerEntries: {
       api: props.handlerEntries?.api ?? HANDLER_ENTRIES.api,
       executor: props.handlerEntries?.executor ?? HANDLER_ENTRIES.executor,
       reconciler: props.handlerEntries?.reconciler ?? HANDLER_ENTRIES.reconciler,
     },
     retention: props.retention ?? Duration.days(30),
-    toolRetentions: { ...props.toolRetentions },
-    toolTimeouts: { ...props.toolTimeouts },
+    toolRetentions: merge(manifest.retentions, props.toolRetentions ?? {}, 'shorter'),
+    toolTimeouts: merge(manifest.timeouts, props.toolTimeouts ?? {}, 'longer'),
     queueRetention: props.queueRetention ?? Duration.days(4),
     deadLetterRetention: props.deadLetterRetention ?? Duration.days(14),
     maxReceiveCount: props.maxReceiveCount ?? 5,
     executorTimeout,
     visibilityTimeout: Duration.seconds(executorTimeout.toSeconds() * 6),
     executorBatchSize: props.executorBatchSize ?? 5,
-    executorMaxConcurrency: props.executorMaxConcurrency,
-    reservedConcurrency: { ...props.reservedConcurrency },
+    executorMaxConcurrency: concurrency.executorMaxConcurrency,
+    reservedConcurrency: concurrency.reserved,
     apiTimeout: API_GATEWAY_TIMEOUT,
     syncWait: props.syncWait ?? Duration.seconds(25),
     leaseGrace: props.leaseGrace ?? Duration.seconds(5),
@@ -151,8 +184,8 @@ export function resolveSettings(
     reconcileInterval,
     // A pass never outlives its tick, so passes rarely overlap (overlap is safe, only wasteful).
     reconcilerTimeout: Duration.seconds(Math.min(reconcileInterval.toSeconds(), 900)),
-    webhookAllow: [...(props.webhookAllow ?? [])],
-    webhookIdempotentOrigins: [...(props.webhookIdempotentOrigins ?? [])],
+    webhookAllow,
+    webhookIdempotentOrigins,
     environment: { ...props.environment },
     memorySize: props.memorySize ?? 512,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
@@ -180,6 +213,7 @@ export function resolveSettings(
   checkApi(settings, problems);
   checkTimes(settings, problems);
   checkTools(settings, problems);
+  problems.push(...checkWorkspaceTools(settings.toolNames, sharedWorkspace !== undefined));
   problems.push(
     ...checkRetention({
       defaultRetention: settings.retention,
@@ -270,10 +304,6 @@ function checkQueues(settings: LedgerSettings, problems: string[]): void {
   if (!isIntIn(settings.executorBatchSize, 1, 10)) {
     problems.push(`executorBatchSize is ${settings.executorBatchSize}; use an integer from 1 to 10.`);
   }
-  const max = settings.executorMaxConcurrency;
-  if (max !== undefined && !isIntIn(max, 2, 1000)) {
-    problems.push(`executorMaxConcurrency is ${max}; SQS event sources allow 2 to 1000.`);
-  }
   if (!isIntIn(settings.attentionShards, 1, 1000)) {
     problems.push(`attentionShards is ${settings.attentionShards}; use an integer from 1 to 1000.`);
   }
@@ -349,6 +379,24 @@ function checkTools(settings: LedgerSettings, problems: string[]): void {
       );
     }
   }
+}
+
+/**
+ * Per-tool durations from the module and from props, keeping the stricter of the two: a prop can make
+ * a check stricter, never hide what the code says.
+ */
+function merge(
+  fromModule: Readonly<Record<string, Duration>>,
+  fromProps: Readonly<Record<string, Duration>>,
+  keep: 'shorter' | 'longer',
+): Record<string, Duration> {
+  const merged: Record<string, Duration> = { ...fromModule };
+  for (const [tool, duration] of Object.entries(fromProps)) {
+    const known = merged[tool];
+    const shorter = known === undefined || duration.toMilliseconds() < known.toMilliseconds();
+    if (known === undefined || shorter === (keep === 'shorter')) merged[tool] = duration;
+  }
+  return merged;
 }
 
 function isIntIn(value: number, min: number, max: number): boolean {

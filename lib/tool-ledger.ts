@@ -1,10 +1,10 @@
-import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { type Grant, type IGrantable, ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type Grant, type IGrantable, type IRole, ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -14,14 +14,17 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { AlarmTopic } from './alarm-topic';
 import { lambdaBundling } from './bundling';
+import type { ReservedConcurrency } from './concurrency';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
 import { HandlerFunction, type HandlerNetwork } from './handler-function';
 import { instanceName } from './instance-name';
 import { LedgerApi } from './ledger-api';
 import { LedgerTable } from './ledger-table';
 import { LedgerMonitoring } from './monitoring';
+import { type QueueSender, QueueSenderBinding } from './queue-senders';
 import type { LedgerRole } from './routes';
 import { resolveSettings } from './settings';
+import { type SharedWorkspace, workspaceMount } from './shared-workspace';
 import { WorkQueue } from './work-queue';
 
 /** IAM principals of one tenant, by role. Role ARNs also match the role's assumed-role sessions. */
@@ -57,9 +60,26 @@ export interface ToolLedgerProps {
    */
   readonly queueTenants?: readonly string[];
   /**
+   * Who may put work on the queue, and for which tenants (SPEC §6): the executor refuses a message
+   * whose tenant its sender (SQS `SenderId`) may not act for, so one tenant's producer cannot create,
+   * retry or take the operation IDs of another. The construct's own API and reconciler roles may send
+   * for every tenant. {@link ToolLedger.grantEnqueue} with tenants adds to this list.
+   * @default only the construct's own roles (every other sender's messages are refused)
+   */
+  readonly queueSenders?: readonly QueueSender[];
+  /**
+   * An EFS access point every handler mounts as the workspace root. The workspace tools keep their
+   * effects in a folder, and each Lambda sandbox has its own `/tmp`: without a shared file system the
+   * default tools are `webhook.post` alone, and a tools module with `workspace.*` tools is refused.
+   * @default none: only tools whose effects live outside the sandbox
+   */
+  readonly sharedWorkspace?: SharedWorkspace;
+  /**
    * Absolute path of a module whose default export is a `ToolFactory` (functions/tools/registry.ts).
-   * It replaces the handlers' `#tool-ledger/tools` import at bundling time.
-   * @default the shipped tools, functions/tools/builtin.ts
+   * It replaces the handlers' `#tool-ledger/tools` import at bundling time. The construct loads it at
+   * synth to check every tool's retention and timeout (SPEC §8) and where its effects live.
+   * @default `webhook.post` alone (functions/aws-default-tools.ts); every shipped tool
+   * (functions/tools/builtin.ts) when `sharedWorkspace` is set
    */
   readonly toolsModule?: string;
   /**
@@ -69,14 +89,15 @@ export interface ToolLedgerProps {
    */
   readonly retention?: Duration;
   /**
-   * Retention of tools that set their own `retention`, by tool name, checked like `retention`.
-   * bin/app.ts fills it by loading the tools module at synth time.
+   * Retention of tools that set their own `retention`, by tool name, checked like `retention`. The
+   * construct reads the tools module's own values; these can only make the check stricter.
    * @default {}
    */
   readonly toolRetentions?: Readonly<Record<string, Duration>>;
   /**
    * Timeout (`timeoutMs`) of each tool, by name: synth fails when one cannot finish, with its commit,
-   * within `executorTimeout`. bin/app.ts fills it from the tools module.
+   * within `executorTimeout`. The construct reads the tools module's own values; these can only make
+   * the check stricter.
    * @default {}
    */
   readonly toolTimeouts?: Readonly<Record<string, Duration>>;
@@ -94,15 +115,21 @@ export interface ToolLedgerProps {
   /** Messages per executor invocation (1 to 10). @default 5 */
   readonly executorBatchSize?: number;
   /**
-   * Most concurrent executor invocations the SQS event source starts (2 to 1000); protects targets.
-   * @default no limit beyond the account's
+   * Most concurrent executor invocations the SQS event source starts (2 to 1000): a burst on the queue
+   * waits in the queue instead of flooding targets and the account's concurrency.
+   * @default 10
    */
   readonly executorMaxConcurrency?: number;
-  /** Reserved concurrency per handler. @default none */
+  /**
+   * Reserved concurrency per handler (`false`: none, draw from the account's shared pool). The
+   * executor's must be at least `executorMaxConcurrency`, or synth fails. Reserving needs the account's
+   * concurrency quota to keep 100 unreserved: on an account with a low quota set `false`.
+   * @default api false, executor `executorMaxConcurrency`, reconciler 1 (one pass at a time)
+   */
   readonly reservedConcurrency?: {
-    readonly api?: number;
-    readonly executor?: number;
-    readonly reconciler?: number;
+    readonly api?: ReservedConcurrency;
+    readonly executor?: ReservedConcurrency;
+    readonly reconciler?: ReservedConcurrency;
   };
   /**
    * How long a synchronous call may run (`TOOL_LEDGER_SYNC_WAIT_MS`); at most 27 s, which leaves the
@@ -288,6 +315,7 @@ export class ToolLedger extends Construct {
   readonly dashboard: Dashboard;
 
   private readonly ledgerApi: LedgerApi;
+  private readonly senders: QueueSenderBinding;
 
   constructor(scope: Construct, id: string, props: ToolLedgerProps = {}) {
     super(scope, id);
@@ -324,7 +352,9 @@ export class ToolLedger extends Construct {
       toolsModule: settings.toolsModule,
       bundleAwsSdk: settings.bundleAwsSdk,
     });
+    const mount = workspaceMount(settings.sharedWorkspace);
     const common = {
+      ...(mount === undefined ? {} : { mount }),
       memorySize: settings.memorySize,
       bundling,
       logRetention: settings.logRetention,
@@ -345,18 +375,19 @@ export class ToolLedger extends Construct {
       environment: { ...environment, ...apiEnvironment(this, settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
     });
-    // `attention` and SendMessage also serve POST /v1/reconciliations, which runs the reconciler's pass
-    // (SendMessage is needed anyway: an approval enqueues the operation).
-    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved', 'attention']);
+    // POST /v1/reconciliations runs a pass over the caller's tenant through `unresolved`, never the
+    // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues).
+    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
+    this.senders = new QueueSenderBinding(this, settings.queueTenants);
     const executor = new HandlerFunction(this, 'ExecutorHandler', {
       ...common,
       entry: settings.handlerEntries.executor,
       description: 'tool-ledger SQS executor (SPEC §6)',
       timeout: settings.executorTimeout,
-      environment: { ...environment, ...executorEnvironment(settings) },
+      environment: { ...environment, ...executorEnvironment(settings), ...this.senders.environment() },
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
       network: props.executorNetwork,
     });
@@ -377,11 +408,17 @@ export class ToolLedger extends Construct {
       timeout: settings.reconcilerTimeout,
       environment,
       reservedConcurrentExecutions: settings.reservedConcurrency.reconciler,
-      // The next tick is the retry; an immediate async retry would only overlap with it.
+      // The next tick is the retry; an immediate async retry would only overlap with it. An event that
+      // waited (reserved concurrency 1 while a pass runs) longer than a tick is superseded by the next.
       retryAttempts: 0,
+      maxEventAge: Duration.seconds(Math.max(60, settings.reconcileInterval.toSeconds())),
     });
     ledgerTable.grant(reconciler.role, ['GetItem', 'UpdateItem'], ['attention'], ['unresolved']);
     this.queue.grantSendMessages(reconciler.role);
+    // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.
+    this.senders.trust(api.role);
+    this.senders.trust(reconciler.role);
+    for (const sender of props.queueSenders ?? []) this.senders.add(sender);
     new Rule(this, 'ReconcileSchedule', {
       description: 'Runs the tool-ledger reconciler',
       schedule: Schedule.rate(settings.reconcileInterval),
@@ -460,8 +497,19 @@ export class ToolLedger extends Construct {
     return this.ledgerApi.grant('operator', grantee);
   }
 
-  /** Allow a principal to send work messages (SPEC §6) to the work queue. */
-  grantEnqueue(grantee: IGrantable): Grant {
+  /**
+   * Allow a principal to send work messages (SPEC §6) to the work queue, for the tenants given: the
+   * executor refuses its messages for any other tenant. A role of this app is bound by its unique ID
+   * (`role.roleId`); for a role defined elsewhere, list its ID in `queueSenders` instead. Without
+   * tenants the principal may send, and every message it sends is refused.
+   *
+   * @example
+   * ```ts
+   * ledger.grantEnqueue(acmeOrchestrator, ['acme']);
+   * ```
+   */
+  grantEnqueue(grantee: IGrantable, tenants: readonly string[] = []): Grant {
+    if (tenants.length > 0) this.senders.add({ principal: grantee as IRole, tenants });
     return this.queue.grantSendMessages(grantee);
   }
 }

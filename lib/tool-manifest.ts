@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
+import { buildSync } from 'esbuild';
+import type { AnyTool } from '../functions/domain/tool';
 import type { ToolEnvironment, ToolFactory } from '../functions/tools/registry';
 
 /**
@@ -35,13 +41,61 @@ const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
  */
 export async function readToolManifest(modulePath: string, env: ToolEnvironment): Promise<ToolManifest> {
   const loaded: { default?: unknown } = await import(pathToFileURL(modulePath).href);
+  return describeTools(factoryOf(modulePath, loaded)(env));
+}
+
+const loadedSync = new Map<string, ToolManifest>();
+
+/**
+ * {@link readToolManifest} for code that cannot wait: the construct's constructor, so that
+ * `new ToolLedger(this, 'L', { toolsModule })` checks the tools' retention and timeouts (SPEC §8)
+ * without the app loading anything first. The module is bundled with esbuild (which NodejsFunction
+ * needs anyway), as the handlers' bundles are, into a CommonJS file that Node can require
+ * synchronously; the result is kept per module and environment for the life of the process.
+ *
+ * @example
+ * ```ts
+ * const manifest = readToolManifestSync('/abs/tools/acme-tools.ts', { workspaceRoot: '/tmp/workspace', webhookAllow: [], local: false });
+ * ```
+ */
+export function readToolManifestSync(modulePath: string, env: ToolEnvironment): ToolManifest {
+  const key = JSON.stringify([modulePath, env]);
+  const cached = loadedSync.get(key);
+  if (cached) return cached;
+  const built = buildSync({
+    entryPoints: [modulePath],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    write: false,
+    logLevel: 'silent',
+  });
+  const dir = mkdtempSync(path.join(tmpdir(), 'tool-ledger-manifest-'));
+  let loaded: { default?: unknown };
+  try {
+    const file = path.join(dir, 'tools.cjs');
+    writeFileSync(file, built.outputFiles[0]?.text ?? '');
+    loaded = createRequire(import.meta.url)(file) as { default?: unknown };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const manifest = describeTools(factoryOf(modulePath, loaded)(env));
+  loadedSync.set(key, manifest);
+  return manifest;
+}
+
+function factoryOf(modulePath: string, loaded: { default?: unknown }): ToolFactory {
   if (typeof loaded.default !== 'function') {
     throw new Error(
       `${modulePath} must default-export a ToolFactory, (env: ToolEnvironment) => Tool[]: ` +
         'add `export default myTools;` (the handlers import it as the default export of #tool-ledger/tools).',
     );
   }
-  const tools = (loaded.default as ToolFactory)(env);
+  return loaded.default as ToolFactory;
+}
+
+function describeTools(tools: readonly AnyTool[]): ToolManifest {
   const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {} };
   for (const tool of tools) {
     manifest.names.push(tool.name);

@@ -9,15 +9,16 @@ import { clean } from '../format';
  */
 export const reconcileCommand: Command = {
   name: 'reconcile',
-  summary: 'run one reconciliation pass now (what the schedule does), with a line per shard',
+  summary: 'run one reconciliation pass now over your tenant (what the schedule does), with the counts',
   usage: 'reconcile',
   description:
     'Runs one reconciler pass now: expired leases become uncertain, uncertain operations are checked\n' +
     'with their target, lost queue messages and retries are enqueued again, expired approvals are\n' +
     'rejected. Needs the operator role.\n\n' +
-    'The pass covers every tenant of the deployment, exactly as the scheduled one does: every decision is\n' +
-    'a conditional write, so running it now only does sooner what the schedule would do, and a pass\n' +
-    'racing the schedule skips what the other already did. The answer holds counts only.',
+    "The pass covers the caller's own tenant only; the scheduled pass covers every tenant. Every decision\n" +
+    'is a conditional write, so running it now only does sooner what the schedule would do, and a pass\n' +
+    'racing the schedule skips what the other already did. A pass that runs short of time stops and says\n' +
+    'so; the next scheduled pass takes the rest. The answer holds counts only.',
   options: {},
   args: { min: 0, max: 0 },
   async run({ api, json, out }) {
@@ -39,5 +40,8 @@ export const reconcileCommand: Command = {
         `acted on ${acted}, skipped ${report.skipped}` +
         (actions.length > 0 ? ` (${actions.join(', ')})` : ''),
     );
+    if (report.complete === false) {
+      out.print('the pass stopped before its time ran out; the next scheduled pass takes the rest');
+    }
   },
 };

@@ -3,6 +3,7 @@ import { errorClass, LedgerError, LedgerUnavailableError } from '../domain/error
 import { parseIJson } from '../domain/i-json';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import type { SenderBinding } from './sender-binding';
 import { submitOperation } from './submit-operation';
 
 /** Largest message body accepted (SQS allows 256 KiB). */
@@ -26,6 +27,16 @@ const messageSchema = z
 export type QueueBinding = ReadonlySet<string>;
 
 /**
+ * Who sent the message (SQS `SenderId`) and which tenants each sender may act for: on AWS, where the
+ * queue's producers cannot be trusted to name only their own tenant. Absent in local mode, whose one
+ * queue is reachable only through the local stack.
+ */
+export interface MessageSender {
+  id: string | undefined;
+  binding: SenderBinding;
+}
+
+/**
  * What the executor tells SQS about one message (SPEC §6): `retry` reports a batch item failure (SQS
  * redelivers, then the DLQ keeps it); `ack` removes it because the ledger owns the outcome now.
  */
@@ -36,8 +47,8 @@ export interface WorkVerdict {
 }
 
 /**
- * Handles one work-queue message: validates it, checks the queue's tenant binding and `not_after`,
- * then runs it through the same flow as a synchronous call (reserve or claim, run once, commit).
+ * Handles one work-queue message: validates it, checks the queue's tenant binding, that its sender may
+ * act for its tenant (when a sender is given) and `not_after`, then runs it through the same flow as a synchronous call (reserve or claim, run once, commit).
  *
  * @example
  * ```ts
@@ -50,6 +61,7 @@ export async function handleWorkMessage(
   req: RequestContext,
   body: string,
   binding: QueueBinding,
+  sender?: MessageSender,
 ): Promise<WorkVerdict> {
   let message: z.infer<typeof messageSchema>;
   try {
@@ -60,6 +72,9 @@ export async function handleWorkMessage(
     return poison('invalid_json');
   }
   if (!binding.has(message.tenant)) return poison('tenant_not_bound');
+  // Before anything is read or reserved: a producer must not even learn whether the other tenant's
+  // operation ID exists, let alone take it first.
+  if (sender && !sender.binding.mayActFor(sender.id, message.tenant)) return poison('sender_not_bound');
   if (message.not_after !== undefined && Date.parse(message.not_after) < req.now) {
     return { action: 'ack', code: 'not_after_passed' };
   }

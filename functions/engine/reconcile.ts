@@ -20,6 +20,13 @@ export interface ReconcileSummary {
   actions: Record<string, number>;
   /** Records whose conditional write lost to another writer (another reconciler, a late commit). */
   skipped: number;
+  /**
+   * False when the pass stopped starting decisions because the invocation's time ran short: what it
+   * did not reach stays due, and the next pass (which starts at {@link nextShard}) takes it.
+   */
+  complete: boolean;
+  /** Where the next pass should start: the shard this one stopped in, or the one after its first. */
+  nextShard: number;
 }
 
 /** Per-shard progress, reported as the pass goes. */
@@ -35,7 +42,27 @@ export interface ReconcileOptions {
   pageSize?: number;
   /** Called once per shard when it is done. */
   onShard?: (progress: ShardProgress) => void;
+  /**
+   * Only this tenant's records, read through the tenant's own unresolved index (the operators' route):
+   * an operator's pass acts on, and counts, nothing of another tenant's.
+   * @default every tenant, through the sharded attention index (the scheduled pass)
+   */
+  tenant?: string;
+  /**
+   * Shard to start from. Passes that run out of time always end in the last shards they reach, so
+   * each pass starts where the previous one stopped, and no shard waits behind the others forever.
+   * @default 0
+   */
+  startShard?: number;
+  /** Decisions in flight at once (each may call a target's `reconcile`). @default 4 */
+  parallelism?: number;
 }
+
+/** Name of the one "shard" of a tenant's pass in progress reports. */
+export const TENANT_SHARD = 'tenant';
+
+/** Decisions in flight at once, by default: a slow target delays a pass, never stalls it. */
+export const DEFAULT_RECONCILE_PARALLELISM = 4;
 
 /**
  * One reconciler pass (SPEC §7). It reads only the sparse attention GSI, shard by shard, records that
@@ -51,10 +78,15 @@ export interface ReconcileOptions {
  *  awaiting_approval (deadline passed) ─▶ rejected
  * ```
  *
+ * A pass has a time budget: the invocation's remaining time (`req.remainingMs`). It starts a decision
+ * only while the decision's worst case (the tool's `reconcile` deadline plus a commit) and the time
+ * kept for ending (`commitReserveMs`: the metrics flush and the answer) still fit, so it ends on its
+ * own, having flushed what it did, rather than being killed by the Lambda timeout mid-write.
+ *
  * @example
  * ```ts
- * const summary = await reconcilePass(deps, newRequest(deps));
- * console.log(summary.read, summary.actions);
+ * const summary = await reconcilePass(deps, newRequest(deps, id, () => context.getRemainingTimeInMillis()));
+ * console.log(summary.read, summary.actions, summary.complete);
  * ```
  */
 export async function reconcilePass(
@@ -62,38 +94,127 @@ export async function reconcilePass(
   req: RequestContext,
   options: ReconcileOptions = {},
 ): Promise<ReconcileSummary> {
-  const summary: ReconcileSummary = { read: 0, pages: 0, actions: {}, skipped: 0 };
-  for (const shard of allShards(deps.config.attentionShards)) {
+  const shards = options.tenant === undefined ? allShards(deps.config.attentionShards) : [TENANT_SHARD];
+  const first = positiveModulo(options.startShard ?? 0, shards.length);
+  const summary: ReconcileSummary = {
+    read: 0,
+    pages: 0,
+    actions: {},
+    skipped: 0,
+    complete: true,
+    nextShard: (first + 1) % shards.length,
+  };
+  const budget = passBudget(deps, req);
+  for (let step = 0; step < shards.length && summary.complete; step++) {
+    const index = (first + step) % shards.length;
+    const shard = shards[index]!;
     const progress: ShardProgress = { shard, read: 0, acted: 0 };
     let cursor: string | undefined;
     do {
-      const page = await deps.store.queryAttention(shard, req.now, options.pageSize ?? 100, cursor);
+      const page =
+        options.tenant === undefined
+          ? await deps.store.queryAttention(shard, req.now, options.pageSize ?? 100, cursor)
+          : await deps.store.queryTenantAttention(options.tenant, req.now, options.pageSize ?? 100, cursor);
       summary.pages += 1;
       summary.read += page.items.length;
       progress.read += page.items.length;
-      for (const record of page.items) {
-        const action = await decide(deps, req, record).catch((error: unknown) => {
-          logger.error('reconcile decision failed', {
-            operation_id: record.operation_id,
-            error_class: errorClass(error),
+      const finished = await forEachBounded(
+        page.items,
+        options.parallelism ?? DEFAULT_RECONCILE_PARALLELISM,
+        (record) => budget.fits(record),
+        async (record) => {
+          const action = await decide(deps, req, record, budget).catch((error: unknown) => {
+            logger.error('reconcile decision failed', {
+              operation_id: record.operation_id,
+              error_class: errorClass(error),
+            });
+            return 'error';
           });
-          return 'error';
-        });
-        if (action === 'skipped') summary.skipped += 1;
-        else progress.acted += 1;
-        summary.actions[action] = (summary.actions[action] ?? 0) + 1;
+          if (action === 'skipped') summary.skipped += 1;
+          else progress.acted += 1;
+          summary.actions[action] = (summary.actions[action] ?? 0) + 1;
+        },
+      );
+      if (!finished) {
+        summary.complete = false;
+        summary.nextShard = index;
+        break;
       }
       cursor = page.cursor;
     } while (cursor !== undefined);
     options.onShard?.(progress);
   }
-  deps.metrics.gauge('UnresolvedOperations', summary.read);
+  // The stock of due records is known only after a whole, deployment-wide pass.
+  if (summary.complete && options.tenant === undefined)
+    deps.metrics.gauge('UnresolvedOperations', summary.read);
   deps.metrics.flush();
   return summary;
 }
 
+/** How much of the invocation is left, and whether a decision still fits in it. */
+interface PassBudget {
+  /** Whether the worst case of deciding `record` still fits, with the end of the pass. */
+  fits(record: OperationRecord): boolean;
+  /** Epoch ms by which a call to a target must be over. */
+  targetDeadline(tool: AnyTool): number;
+}
+
+function passBudget(deps: LedgerDeps, req: RequestContext): PassBudget {
+  const remaining = req.remainingMs;
+  const reserve = deps.config.commitReserveMs;
+  // A decision may call the target (under the tool's deadline), then write, then enqueue.
+  const worstCase = (record: OperationRecord) => {
+    const tool = toolOf(deps, record);
+    const asks = record.state === 'uncertain' || record.state === 'pending';
+    return (asks && tool?.reconcile ? (tool.timeoutMs ?? 10_000) : 0) + reserve;
+  };
+  return {
+    fits: (record) => remaining === undefined || remaining() >= worstCase(record) + reserve,
+    targetDeadline: (tool) => {
+      const own = Date.now() + (tool.timeoutMs ?? 10_000);
+      return remaining === undefined ? own : Math.min(own, Date.now() + remaining() - 2 * reserve);
+    },
+  };
+}
+
+/**
+ * Runs `run` over `items` with at most `limit` in flight, starting each only if `canStart` says so.
+ * Returns false if it stopped before starting every item (the rest is left alone).
+ */
+async function forEachBounded<T>(
+  items: readonly T[],
+  limit: number,
+  canStart: (item: T) => boolean,
+  run: (item: T) => Promise<void>,
+): Promise<boolean> {
+  let next = 0;
+  let stopped = false;
+  const worker = async () => {
+    while (!stopped && next < items.length) {
+      const item = items[next]!;
+      if (!canStart(item)) {
+        stopped = true;
+        return;
+      }
+      next += 1;
+      await run(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return !stopped;
+}
+
+function positiveModulo(value: number, modulus: number): number {
+  return ((Math.trunc(value) % modulus) + modulus) % modulus;
+}
+
 /** One decision for one due record; returns what was done. */
-async function decide(deps: LedgerDeps, req: RequestContext, record: OperationRecord): Promise<string> {
+async function decide(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  budget: PassBudget,
+): Promise<string> {
   const tool = toolOf(deps, record);
   switch (record.state) {
     case 'pending': {
@@ -106,10 +227,10 @@ async function decide(deps: LedgerDeps, req: RequestContext, record: OperationRe
       const expired = await expireLease(deps, req, record, tool);
       if (!expired.ok) return 'skipped';
       count(deps, record, 'lease_expired');
-      return reconcileUncertain(deps, req, expired.record, tool);
+      return reconcileUncertain(deps, req, expired.record, tool, budget);
     }
     case 'uncertain':
-      return reconcileUncertain(deps, req, record, tool);
+      return reconcileUncertain(deps, req, record, tool, budget);
     case 'queued': {
       // A message that can never run (its tool or origin was removed) lands in the DLQ each time: back
       // off exponentially (capped at an hour) so the record is retried cheaply, never forgotten.
@@ -161,12 +282,13 @@ async function reconcileUncertain(
   req: RequestContext,
   record: OperationRecord,
   tool: AnyTool | undefined,
+  budget: PassBudget,
 ): Promise<string> {
   if (!tool) return toOperator(deps, req, record, tool, 'tool_unregistered');
   const args = JSON.parse(record.arguments) as unknown;
   let verdict: ReconcileVerdict;
   if (tool.reconcile) {
-    verdict = await askTarget(record, tool, args);
+    verdict = await askTarget(record, tool, args, budget.targetDeadline(tool));
   } else if (tool.downstreamIdempotent?.(args)) {
     // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
     // same key is safe (SPEC §7). The record remembers it (`maybe_applied`), so that if attempts run
@@ -217,7 +339,12 @@ async function reconcileUncertain(
   return deferred.ok ? 'reconcile_unknown' : 'skipped';
 }
 
-async function askTarget(record: OperationRecord, tool: AnyTool, args: unknown): Promise<ReconcileVerdict> {
+async function askTarget(
+  record: OperationRecord,
+  tool: AnyTool,
+  args: unknown,
+  deadlineAt: number,
+): Promise<ReconcileVerdict> {
   const identity = {
     tenant: record.tenant,
     operationId: record.operation_id,
@@ -226,8 +353,8 @@ async function askTarget(record: OperationRecord, tool: AnyTool, args: unknown):
     attempt: record.attempt,
   };
   try {
-    // The same hard deadline as an attempt: a target that does not answer in time is `unknown`.
-    const verdict = await underDeadline(Date.now() + (tool.timeoutMs ?? 10_000), Date.now, (signal) =>
+    // The same hard deadline as an attempt (never past the pass's own): no answer in time is `unknown`.
+    const verdict = await underDeadline(deadlineAt, Date.now, (signal) =>
       tool.reconcile!(args, toolContext(identity, signal)),
     );
     return verdict.status === 'applied' || verdict.status === 'not_applied' ? verdict : { status: 'unknown' };

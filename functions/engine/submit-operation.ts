@@ -5,6 +5,7 @@ import type { AnyTool } from '../domain/tool';
 import { operationKey } from '../ledger/keys';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import { notAfterFor } from './not-after';
 import { type PreparedCall, prepareCall } from './prepare-call';
 import { submitReadOperation } from './read-tool-path';
 import { backoffMs } from './record-fields';
@@ -204,7 +205,7 @@ function gone(record: OperationRecord): never {
  */
 export async function enqueueQuietly(deps: LedgerDeps, record: OperationRecord): Promise<boolean> {
   try {
-    await deps.queue.enqueue(workMessageFor(record));
+    await deps.queue.enqueue(workMessageFor(record, deps.clock()));
     return true;
   } catch (error) {
     logger.warn('enqueue failed; the reconciler will enqueue again', {
@@ -215,13 +216,17 @@ export async function enqueueQuietly(deps: LedgerDeps, record: OperationRecord):
   }
 }
 
-/** The work message that re-creates a record's call (same operation ID, same arguments). */
-export function workMessageFor(record: OperationRecord): WorkMessage {
+/**
+ * The work message that re-creates a record's call (same operation ID, same arguments), sent at `now`:
+ * its `not_after` keeps a redriven copy from outliving the record (engine/not-after.ts).
+ */
+export function workMessageFor(record: OperationRecord, now: number): WorkMessage {
   const message: WorkMessage = {
     operation_id: record.operation_id,
     tenant: record.tenant,
     tool: record.tool,
     arguments: JSON.parse(record.arguments),
+    not_after: notAfterFor(record, now),
   };
   if (record.agent_run_id !== undefined) message.agent_run_id = record.agent_run_id;
   return message;

@@ -16,6 +16,12 @@ export interface WorkMessage {
 export interface WorkQueue {
   /** Sends one message. Throws if it could not be sent. */
   enqueue(message: WorkMessage): Promise<void>;
+  /**
+   * Makes a received message visible again after `seconds` instead of the queue's whole visibility
+   * timeout (six executor timeouts), so a retryable failure is retried in seconds. Queues without
+   * receipts (tests, in-memory) leave it out.
+   */
+  retryAfter?(receiptHandle: string, seconds: number): Promise<void>;
 }
 
 /** A queue that refuses everything: for deployments and tests without asynchronous work. */

@@ -27,20 +27,31 @@ export function createReconcilerHandler(
   runtime: () => Runtime,
 ): (event: ScheduledEvent | Record<string, never>, context: Context) => Promise<ReconcileSummary> {
   let built: Runtime | undefined;
+  // Where the next pass starts: a pass cut short by its time budget resumes there, so the shards it
+  // did not reach are first in line next time instead of last again.
+  let nextShard = 0;
   return async (_event, context) => {
     built ??= runtime();
     const { deps } = built;
+    logger.addContext(context);
     const started = Date.now();
     try {
-      const summary = await reconcilePass(deps, newRequest(deps, context.awsRequestId));
+      const summary = await reconcilePass(
+        deps,
+        newRequest(deps, context.awsRequestId, () => context.getRemainingTimeInMillis()),
+        { startShard: nextShard },
+      );
+      nextShard = summary.nextShard;
       // Counts only: no operation IDs, arguments or results. An idle pass is logged at debug level, so
       // a quiet ledger does not fill the log with a line per tick.
-      const log = summary.read === 0 ? logger.debug.bind(logger) : logger.info.bind(logger);
+      const log =
+        summary.read === 0 && summary.complete ? logger.debug.bind(logger) : logger.info.bind(logger);
       log('reconcile pass', {
         read: summary.read,
         pages: summary.pages,
         skipped: summary.skipped,
         actions: summary.actions,
+        complete: summary.complete,
         duration_ms: Date.now() - started,
       });
       return summary;

@@ -27,7 +27,12 @@ export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Prom
  */
 export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: Authenticator): ApiHandler {
   const { deps } = runtime;
+  // On Lambda one invocation runs per sandbox at a time, so the context can sit on the shared logger
+  // (every line, transitions included, gets `function_request_id`); local mode serves requests
+  // concurrently, where it would name another request's ID.
+  const perInvocationContext = process.env.TOOL_LEDGER_LOCAL !== 'true';
   return async (event, context) => {
+    if (perInvocationContext && context) logger.addContext(context);
     const req = newRequest(deps, context?.awsRequestId, remainingTime(context));
     let route = 'unmatched';
     try {

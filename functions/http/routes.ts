@@ -220,16 +220,17 @@ async function list({ deps, request, identity }: RouteContext): Promise<ApiRespo
 }
 
 /**
- * `POST /v1/reconciliations`: one reconciler pass now (not in SPEC §5; it serves `tool-ledger
- * reconcile`). The pass is the scheduled reconciler's own {@link reconcilePass}, so it is global: it
- * reads the attention index of every tenant, because that index is sharded by key hash, not by tenant.
- * That is safe to offer an operator of any tenant: it only does what the next scheduled tick would do
- * a little later, every decision is a conditional write (a pass racing the schedule skips what the
- * other already did), it never calls `execute`, and the answer holds counts only, never an operation
- * ID, tenant, argument or result. The body, if any, must be an empty JSON object.
+ * `POST /v1/reconciliations`: one reconciler pass now over the caller's own tenant (not in SPEC §5;
+ * it serves `tool-ledger reconcile`). It reads the tenant's unresolved index, not the sharded
+ * attention index, so an operator acts on, calls the targets of, and counts, only its own tenant's
+ * operations. Every decision is the scheduled pass's own conditional write (a pass racing the
+ * schedule skips what the other already did), it never calls `execute`, and the answer holds counts
+ * only. The pass stops starting decisions before API Gateway's 29 s are up and says so
+ * (`complete: false`): what it did not reach stays due for the next scheduled pass, nothing carries
+ * on after the answer. The body, if any, must be an empty JSON object.
  *
  * ```
- * 200 {"shards":[{"shard":"s000","read":4,"acted":2},…],"read":9,"pages":8,"actions":{"requeued":2},"skipped":0}
+ * 200 {"shards":[{"shard":"tenant","read":4,"acted":2}],"read":4,"pages":1,"actions":{"requeued":2},"skipped":0,"complete":true}
  * ```
  */
 async function reconcileNow({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
@@ -239,7 +240,10 @@ async function reconcileNow({ deps, req, request, identity }: RouteContext): Pro
     parseBody(ReconciliationBody, request.jsonBody());
   const shards: ShardProgress[] = [];
   const started = Date.now();
-  const summary = await reconcilePass(deps, req, { onShard: (progress) => shards.push({ ...progress }) });
+  const summary = await reconcilePass(deps, req, {
+    tenant: identity.tenant,
+    onShard: (progress) => shards.push({ ...progress }),
+  });
   // Who asked, for the audit trail; counts only, as the scheduled pass logs them.
   logger.info('reconcile pass on request', {
     tenant: identity.tenant,
@@ -249,6 +253,7 @@ async function reconcileNow({ deps, req, request, identity }: RouteContext): Pro
     pages: summary.pages,
     skipped: summary.skipped,
     actions: summary.actions,
+    complete: summary.complete,
     duration_ms: Date.now() - started,
   });
   return respond(200, {
@@ -257,6 +262,7 @@ async function reconcileNow({ deps, req, request, identity }: RouteContext): Pro
     pages: summary.pages,
     actions: summary.actions,
     skipped: summary.skipped,
+    complete: summary.complete,
   });
 }
 

@@ -297,6 +297,23 @@ export class LedgerStore {
     });
   }
 
+  /**
+   * One page of one tenant's records that are due (`attention_at <= dueBy`), through the tenant's
+   * unresolved index: a pass an operator asks for reads its own tenant's records and no one else's.
+   * Its cost grows with the tenant's unresolved records (the filter runs after the read).
+   */
+  async queryTenantAttention(tenant: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
+    return this.query({
+      TableName: this.tableName,
+      IndexName: UNRESOLVED_INDEX,
+      KeyConditionExpression: 'unresolved_tenant = :tenant',
+      FilterExpression: 'attention_at <= :due',
+      ExpressionAttributeValues: { ':tenant': tenant, ':due': dueBy },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor, { unresolved_tenant: tenant }, 'unresolved_at', `${tenant}#`),
+    });
+  }
+
   /** One page of a tenant's unresolved records, newest first, optionally of one state. */
   async listUnresolved(
     tenant: string,

@@ -125,7 +125,8 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
     // A second message for an operation is harmless (the claim is conditional); a missing one would
     // leave the operation waiting for the reconciler's stale-queued pass.
     const work = new SqsWorkQueue(sqs.client, queues.queueUrl);
-    for (const record of repair.queued) await work.enqueue(workMessageFor(record));
+    const resentAt = Date.now();
+    for (const record of repair.queued) await work.enqueue(workMessageFor(record, resentAt));
     const { queued, ...found } = repair;
     logger.info('ledger indexes checked', {
       records: found.records,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { WorkMessage, WorkQueue } from '../engine/work-queue';
 
 /**
@@ -26,6 +26,16 @@ export class SqsWorkQueue implements WorkQueue {
         QueueUrl: this.queueUrl,
         MessageBody: JSON.stringify(message),
         ...(fifo ? { MessageGroupId: id, MessageDeduplicationId: `${id}-${Date.now()}` } : {}),
+      }),
+    );
+  }
+
+  async retryAfter(receiptHandle: string, seconds: number): Promise<void> {
+    await this.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: this.queueUrl,
+        ReceiptHandle: receiptHandle,
+        VisibilityTimeout: seconds,
       }),
     );
   }

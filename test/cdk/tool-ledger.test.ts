@@ -304,7 +304,7 @@ describe('least privilege', () => {
     expect(policyOf('reconciler')).toContain('dynamodb:Query index');
   });
 
-  it('lets the API query the attention index and send work, since POST /v1/reconciliations runs a pass', () => {
+  it('keeps the API off the deployment-wide attention index: POST /v1/reconciliations reads the caller’s tenant only', () => {
     const queriedIndexes = (kind: 'HTTP API' | 'SQS executor' | 'reconciler') => {
       const role = (lambda(kind).props.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
       const policy = Object.values(ofType('AWS::IAM::Policy')).find((p) =>
@@ -316,7 +316,7 @@ describe('least privilege', () => {
         .flatMap((s) => [...JSON.stringify(s.Resource).matchAll(/\/index\/([a-z]+)/g)].map((m) => m[1]))
         .sort();
     };
-    expect(queriedIndexes('HTTP API')).toEqual(['attention', 'unresolved']);
+    expect(queriedIndexes('HTTP API')).toEqual(['unresolved']);
     expect(queriedIndexes('reconciler')).toEqual(['attention']);
     expect(queriedIndexes('SQS executor')).toEqual([]);
     expect(routesOf('operator').map((r) => `${r.method} ${r.path}`)).toContain('POST /v1/reconciliations');

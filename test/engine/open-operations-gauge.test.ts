@@ -32,6 +32,7 @@ describe('open operations gauge', () => {
     const handler = createReconcilerHandler(() => ({
       deps: ledger.deps,
       queueTenants: new Set(['acme']),
+      queueSenders: undefined,
       toolEnv: { workspaceRoot: '/tmp/unused', webhookAllow: [], webhookIdempotentOrigins: [], local: true },
     }));
     // Two passes long after the move: a transition count would read 0 here, the gauge still reads 1.

@@ -84,6 +84,7 @@ describe('reconciler handler', () => {
     expect(line).toBeDefined();
     expect(Object.keys(line?.[1] as object).sort()).toEqual([
       'actions',
+      'complete',
       'duration_ms',
       'pages',
       'read',

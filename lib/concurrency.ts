@@ -1,0 +1,71 @@
+/**
+ * How many of each handler may run at once. Without caps a burst on the work queue scales the SQS
+ * poller to hundreds of executors: targets are flooded, and the executors take the account's whole
+ * concurrency, so the API and the reconciler are throttled exactly when they are needed. The defaults
+ * cap the executor twice (the event source stops polling at `executorMaxConcurrency`; reserved
+ * concurrency guarantees it that many and no more) and the reconciler at one pass at a time.
+ */
+
+/** Most executors the SQS event source starts by default. */
+export const DEFAULT_EXECUTOR_MAX_CONCURRENCY = 10;
+
+/** Reconciler passes at once: one. An overlapping pass is safe but only repeats reads. */
+export const DEFAULT_RECONCILER_RESERVED = 1;
+
+/** Reserved concurrency of a handler: a number, or `false` for none (the account's shared pool). */
+export type ReservedConcurrency = number | false;
+
+/** The props this module reads. */
+export interface ConcurrencyProps {
+  readonly executorMaxConcurrency?: number;
+  readonly reservedConcurrency?: {
+    readonly api?: ReservedConcurrency;
+    readonly executor?: ReservedConcurrency;
+    readonly reconciler?: ReservedConcurrency;
+  };
+}
+
+/** Concurrency with the defaults applied; `undefined` means not reserved. */
+export interface ResolvedConcurrency {
+  executorMaxConcurrency: number;
+  reserved: { api?: number; executor?: number; reconciler?: number };
+}
+
+/**
+ * Applies the defaults and checks them: the executor's reserved concurrency must be at least the event
+ * source's `maxConcurrency`, or the poller keeps invoking a throttled function and messages return to
+ * the queue (and count towards the DLQ) without ever running.
+ */
+export function resolveConcurrency(props: ConcurrencyProps, problems: string[]): ResolvedConcurrency {
+  const max = props.executorMaxConcurrency ?? DEFAULT_EXECUTOR_MAX_CONCURRENCY;
+  const given = props.reservedConcurrency ?? {};
+  const reserved: ResolvedConcurrency['reserved'] = {};
+  const api = given.api ?? false;
+  const executor = given.executor ?? max;
+  const reconciler = given.reconciler ?? DEFAULT_RECONCILER_RESERVED;
+  if (api !== false) reserved.api = api;
+  if (executor !== false) reserved.executor = executor;
+  if (reconciler !== false) reserved.reconciler = reconciler;
+  if (!isIntIn(max, 2, 1000)) {
+    problems.push(`executorMaxConcurrency is ${max}; SQS event sources allow 2 to 1000.`);
+  }
+  for (const [name, value] of Object.entries(reserved)) {
+    if (!isIntIn(value, 1, 10_000)) {
+      problems.push(
+        `reservedConcurrency.${name} is ${value}; use a positive integer, or false for no reservation.`,
+      );
+    }
+  }
+  if (reserved.executor !== undefined && reserved.executor < max) {
+    problems.push(
+      `reservedConcurrency.executor is ${reserved.executor}, below executorMaxConcurrency ${max}: the SQS ` +
+        'poller would keep invoking a throttled executor and messages would come back unrun; set ' +
+        `reservedConcurrency.executor to at least ${max}, or lower executorMaxConcurrency to ${reserved.executor}.`,
+    );
+  }
+  return { executorMaxConcurrency: max, reserved };
+}
+
+function isIntIn(value: number, min: number, max: number): boolean {
+  return Number.isInteger(value) && value >= min && value <= max;
+}
