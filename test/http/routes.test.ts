@@ -269,7 +269,7 @@ describe('routing and authentication', () => {
     const resolve = await api.call({
       method: 'POST',
       path: '/v1/operations/x/resolution',
-      body: { outcome: 'applied' },
+      body: { outcome: 'applied', attempt: 1 },
     });
     const list = await api.call({ path: '/v1/operations' });
     expect([approve.status, resolve.status, list.status]).toEqual([403, 403, 403]);

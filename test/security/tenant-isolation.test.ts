@@ -153,14 +153,14 @@ describe('two tenants, the same operation IDs', () => {
       method: 'POST',
       path: path('never-used', '/resolution'),
       token: 'operator-b',
-      body: { outcome: 'applied' },
+      body: { outcome: 'applied', attempt: 1 },
     });
     for (const outcome of ['applied', 'not_applied', 'failed']) {
       const res = await api.call({
         method: 'POST',
         path: path('op-1', '/resolution'),
         token: 'operator-b',
-        body: { outcome },
+        body: { outcome, attempt: 1 },
       });
       expectNotFound(res, none);
     }
@@ -169,7 +169,7 @@ describe('two tenants, the same operation IDs', () => {
       method: 'POST',
       path: path('op-1', '/resolution'),
       token: 'operator-b',
-      body: { outcome: 'failed' },
+      body: { outcome: 'failed', attempt: 1 },
     });
     expect(own.body.state).toBe('failed_terminal');
     expect(await snapshot('op-1', 'all-a')).toEqual(before);
