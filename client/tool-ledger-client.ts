@@ -97,8 +97,12 @@ export interface Resolution {
   outcome: 'applied' | 'not_applied' | 'failed';
   /** The result to store when `applied`. */
   result?: unknown;
-  /** Apply only while the record is still at this attempt. */
-  attempt?: number;
+  /**
+   * The `attempt` of the operation you checked (required): the resolution applies only while the
+   * record is still at it, so a resolution retried after its `not_applied` started the next attempt is
+   * refused (`state_changed`) instead of starting yet another one.
+   */
+  attempt: number;
 }
 
 /** Filters of {@link ToolLedgerClient.list}. */
@@ -321,11 +325,13 @@ export class ToolLedgerClient {
 
   /**
    * An operator's resolution of an `uncertain` or `needs_reconciliation` operation, after checking
-   * the target by hand.
+   * the target by hand. Pass the `attempt` of the operation you read: a resolution is a verdict on that
+   * attempt, and a retry of this call (after a lost response) can then never resolve a later one.
    *
    * @example
    * ```ts
-   * await operatorClient.resolve(id, { outcome: 'applied', result: { checked: true }, attempt: 2 });
+   * const op = await operatorClient.get(id);
+   * await operatorClient.resolve(id, { outcome: 'applied', result: { checked: true }, attempt: op.attempt });
    * ```
    */
   async resolve(operationId: string, resolution: Resolution): Promise<Operation> {

@@ -1,6 +1,7 @@
 import { isDigest } from '../domain/digest';
 import { AccessError, ApprovalMismatchError, StateChangedError, ValidationError } from '../domain/errors';
 import type { ApprovalRecord, OperationRecord } from '../domain/operation';
+import { samePrincipalForApproval } from '../domain/principal';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
 import { enqueueQuietly, toolOf } from './submit-operation';
@@ -63,8 +64,13 @@ export async function decideApproval(
   if (record.state !== 'awaiting_approval') {
     throw new StateChangedError('the operation is no longer awaiting approval', { state: record.state });
   }
-  // SPEC §5 forbids approving one's own operation; withdrawing it (reject) is always allowed.
-  if (decision === 'approve' && record.requested_by === request.principal && !deps.config.allowSelfApproval) {
+  // SPEC §5 forbids approving one's own operation; withdrawing it (reject) is always allowed. A second
+  // session name of the requester's own role is still the requester (SPEC §1, principal).
+  if (
+    decision === 'approve' &&
+    samePrincipalForApproval(record.requested_by, request.principal) &&
+    !deps.config.allowSelfApproval
+  ) {
     throw new AccessError('self_approval', 'the requester of an operation may not approve it');
   }
   if (record.approval_deadline !== undefined && record.approval_deadline <= req.now) {

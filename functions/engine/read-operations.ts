@@ -1,8 +1,9 @@
 import { NotFoundError, ValidationError } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
 import { isState, type OperationState } from '../domain/states';
+import { InvalidCursorError } from '../ledger/cursor';
 import { operationKey } from '../ledger/keys';
-import { InvalidCursorError, type Page } from '../ledger/ledger-store';
+import type { Page } from '../ledger/ledger-store';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { isExpired } from './transitions';
 

@@ -15,7 +15,12 @@ export interface ResolutionRequest {
   operationId: string;
   outcome: unknown;
   result?: unknown;
-  attempt?: unknown;
+  /**
+   * The attempt of the record the operator checked (required). A resolution is a verdict on one
+   * attempt's effect; without it, a retried `not_applied` would land on the next attempt and start
+   * yet another one.
+   */
+  attempt: unknown;
 }
 
 const TARGET: Record<'applied' | 'not_applied' | 'failed', OperationState> = {
@@ -27,8 +32,13 @@ const TARGET: Record<'applied' | 'not_applied' | 'failed', OperationState> = {
 /**
  * Resolves `uncertain | needs_reconciliation` by an operator (SPEC §5): applied → succeeded (with
  * `resolved_by`), not_applied → failed_retryable (retried), failed → failed_terminal. The same
- * resolution again is idempotent; a record that changed meanwhile is `state_changed`. With `attempt`,
- * it applies only while the record is still at that attempt.
+ * resolution again (same attempt, same outcome) is idempotent; a record that changed meanwhile is
+ * `state_changed`. It applies only while the record is still at `attempt`:
+ *
+ * ```
+ * operator: not_applied @1 ──► failed_retryable @1 ──► (retry claims) pending @2 ──► uncertain @2
+ * the same request retried (lost response):  not_applied @1 ──► 409 state_changed, attempt 2 stands
+ * ```
  */
 export async function resolveOperation(
   deps: LedgerDeps,
@@ -41,14 +51,17 @@ export async function resolveOperation(
       { path: '$.outcome', message: 'invalid' },
     ]);
   }
-  if (
-    request.attempt !== undefined &&
-    (!Number.isSafeInteger(request.attempt) || (request.attempt as number) < 0)
-  ) {
+  if (request.attempt === undefined) {
+    throw new ValidationError('attempt is required: the attempt of the record that was checked', [
+      { path: '$.attempt', message: 'required' },
+    ]);
+  }
+  if (!Number.isSafeInteger(request.attempt) || (request.attempt as number) < 0) {
     throw new ValidationError('attempt must be a non-negative integer', [
       { path: '$.attempt', message: 'invalid' },
     ]);
   }
+  const attempt = request.attempt as number;
   let resultJson: string | undefined;
   if (outcome === 'applied') {
     const value = request.result === undefined ? null : request.result;
@@ -66,14 +79,13 @@ export async function resolveOperation(
   }
   const to = TARGET[outcome];
   const record = await getOperation(deps, req, request.tenant, request.operationId);
-  const attempt = request.attempt as number | undefined;
-  if (isSameResolution(record, to, outcome)) return { record, changed: false };
+  if (isSameResolution(record, to, outcome, attempt)) return { record, changed: false };
   if (record.state !== 'uncertain' && record.state !== 'needs_reconciliation') {
     throw new StateChangedError('only uncertain or needs_reconciliation operations can be resolved', {
       state: record.state,
     });
   }
-  if (attempt !== undefined && record.attempt !== attempt) {
+  if (record.attempt !== attempt) {
     throw new StateChangedError('the operation has moved to another attempt', {
       state: record.state,
       attempt: record.attempt,
@@ -85,13 +97,13 @@ export async function resolveOperation(
     set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
   const result = await changeState(deps, req, record, toolOf(deps, record), {
     transition: 'resolve',
-    expect: { states: ['uncertain', 'needs_reconciliation'], attempt: record.attempt },
+    expect: { states: ['uncertain', 'needs_reconciliation'], attempt },
     to,
     code: `resolved_${outcome}`,
     set,
   });
   if (!result.ok) {
-    if (result.current && isSameResolution(result.current, to, outcome)) {
+    if (result.current && isSameResolution(result.current, to, outcome, attempt)) {
       return { record: result.current, changed: false };
     }
     throw new StateChangedError('the operation changed while it was resolved', {
@@ -101,9 +113,20 @@ export async function resolveOperation(
   return { record: result.record, changed: true };
 }
 
-/** The record already carries this resolution (by any operator): repeating it is idempotent (SPEC §5). */
-function isSameResolution(record: OperationRecord, to: OperationState, outcome: string): boolean {
+/**
+ * The record already carries this resolution of this attempt (by any operator): repeating it is
+ * idempotent (SPEC §5). The same outcome on a later attempt is a different verdict, not a repeat.
+ */
+function isSameResolution(
+  record: OperationRecord,
+  to: OperationState,
+  outcome: string,
+  attempt: number,
+): boolean {
   return (
-    record.state === to && record.resolved_by !== undefined && record.outcome_code === `resolved_${outcome}`
+    record.state === to &&
+    record.attempt === attempt &&
+    record.resolved_by !== undefined &&
+    record.outcome_code === `resolved_${outcome}`
   );
 }

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { AccessError } from '../domain/errors';
+import { canonicalArn } from '../domain/principal';
 import { TENANT_PATTERN } from '../ledger/keys';
 import type { Authenticator, Identity, Role } from './auth';
 
@@ -12,8 +13,6 @@ const LISTS: readonly [keyof IamTenants[string], Role][] = [
   ['operators', 'operator'],
 ];
 
-const ASSUMED_ROLE = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/[^/]+$/;
-const IAM_ROLE = /^arn:(aws[a-z-]*):iam::(\d{12}):role\/(?:.+\/)?([^/]+)$/;
 const IAM_ARN = /^arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+$/;
 
 /**
@@ -22,7 +21,8 @@ const IAM_ARN = /^arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+$/;
  * `{"<tenant>": {"agents": [arn...], "approvers": [...], "operators": [...]}}`. An assumed-role
  * session (`arn:aws:sts::ACCT:assumed-role/ROLE/SESSION`) matches its role
  * (`arn:aws:iam::ACCT:role/ROLE`, any role path). The principal is the caller's ARN as API Gateway
- * reports it, session included, so two people sharing a role are still two principals.
+ * reports it, session included, so records and logs say which session acted. For the self-approval
+ * rule a session counts as its role (`samePrincipalForApproval`): the caller picks the session name.
  *
  * Trust note: `userArn` is only an identity when the API method uses `AWS_IAM` authorization.
  *
@@ -77,14 +77,5 @@ export class IamAuthenticator implements Authenticator {
   }
 }
 
-/**
- * The form both sides are compared in: sessions become their role, and role paths are dropped, because
- * an assumed-role ARN carries no path and role names are unique within an account.
- */
-export function canonicalArn(arn: string): string {
-  const session = ASSUMED_ROLE.exec(arn);
-  if (session) return `arn:${session[1]}:iam::${session[2]}:role/${session[3]}`;
-  const role = IAM_ROLE.exec(arn);
-  if (role) return `arn:${role[1]}:iam::${role[2]}:role/${role[3]}`;
-  return arn;
-}
+/** The form configured and calling ARNs are compared in (it lives with the other principal rules). */
+export { canonicalArn };

@@ -22,11 +22,14 @@ export const ApprovalBody = z.strictObject({
   arguments_digest: z.string(),
 });
 
-/** `POST /v1/operations/{id}/resolution`. `result` is any JSON, checked as I-JSON by the engine. */
+/**
+ * `POST /v1/operations/{id}/resolution`. `result` is any JSON, checked as I-JSON by the engine.
+ * `attempt` is required: the resolution is a verdict on that attempt only.
+ */
 export const ResolutionBody = z.strictObject({
   outcome: z.enum(['applied', 'not_applied', 'failed']),
   result: z.unknown().optional(),
-  attempt: z.number().int().nonnegative().optional(),
+  attempt: z.number().int().nonnegative(),
 });
 
 /**

@@ -200,7 +200,7 @@ async function resolve(ctx: RouteContext): Promise<ApiResponse> {
       operationId,
       outcome: body.outcome,
       ...('result' in body ? { result: body.result } : {}),
-      ...(body.attempt === undefined ? {} : { attempt: body.attempt }),
+      attempt: body.attempt,
     });
     return operationResponse(200, record);
   } catch (error) {

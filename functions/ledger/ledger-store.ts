@@ -20,6 +20,7 @@ import {
   type OperationState,
   type TransitionName,
 } from '../domain/states';
+import { decodeCursor, encodeCursor } from './cursor';
 import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
 
 /** Key of one operation item. */
@@ -293,7 +294,10 @@ export class LedgerStore {
       KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
       ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
       Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, { attention_shard: shard }, 'attention_at'),
+      ExclusiveStartKey: decodeCursor(cursor, {
+        partition: { attribute: 'attention_shard', value: shard },
+        sortAttribute: 'attention_at',
+      }),
     });
   }
 
@@ -326,12 +330,11 @@ export class LedgerStore {
       ExpressionAttributeValues: { ':tenant': tenant },
       ScanIndexForward: false,
       Limit: options.limit,
-      ExclusiveStartKey: decodeCursor(
-        options.cursor,
-        { unresolved_tenant: tenant },
-        'unresolved_at',
-        `${tenant}#`,
-      ),
+      ExclusiveStartKey: decodeCursor(options.cursor, {
+        partition: { attribute: 'unresolved_tenant', value: tenant },
+        sortAttribute: 'unresolved_at',
+        tenant,
+      }),
     };
     if (options.state !== undefined) {
       input.FilterExpression = '#state = :state';
@@ -347,55 +350,6 @@ export class LedgerStore {
       items: (out.Items ?? []) as OperationRecord[],
       cursor: out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined,
     };
-  }
-}
-
-function encodeCursor(key: Record<string, unknown>): string {
-  return Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
-}
-
-/**
- * Decodes a cursor and accepts it only if it is exactly a key this query could have issued: the item
- * key (within the tenant, where there is one) plus the index key with the same partition value. A
- * forged or foreign cursor is refused here instead of reaching DynamoDB (whose ValidationException
- * would otherwise look like a server fault) or another tenant's partition.
- */
-function decodeCursor(
-  cursor: string | undefined,
-  partition: Record<string, string>,
-  sortAttribute: string,
-  pkPrefix = '',
-): Record<string, unknown> | undefined {
-  if (cursor === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw new InvalidCursorError();
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new InvalidCursorError();
-  const key = value as Record<string, unknown>;
-  const [partitionAttribute, partitionValue] = Object.entries(partition)[0] as [string, string];
-  const expected = new Set(['pk', 'sk', partitionAttribute, sortAttribute]);
-  const keys = Object.keys(key);
-  const valid =
-    keys.length === expected.size &&
-    keys.every((k) => expected.has(k)) &&
-    typeof key.pk === 'string' &&
-    key.pk.startsWith(pkPrefix) &&
-    typeof key.sk === 'string' &&
-    key[partitionAttribute] === partitionValue &&
-    typeof key[sortAttribute] === 'number' &&
-    Number.isFinite(key[sortAttribute]);
-  if (!valid) throw new InvalidCursorError();
-  return key;
-}
-
-/** A cursor that this store did not issue. */
-export class InvalidCursorError extends Error {
-  constructor() {
-    super('invalid cursor');
-    this.name = 'InvalidCursorError';
   }
 }
 

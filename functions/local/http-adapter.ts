@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { errorClass } from '../domain/errors';
+import { errorClass, ValidationError } from '../domain/errors';
+import { problemResponse } from '../http/problem';
 import { logger } from '../observability/logger';
 import { invoke, LambdaTimeoutError, type LocalFunction } from './lambda-context';
 
@@ -12,7 +13,9 @@ import { invoke, LambdaTimeoutError, type LocalFunction } from './lambda-context
  * when it is not valid UTF-8) for the same API handler Lambda runs, and turn its result back into an
  * HTTP response. Errors the gateway itself would produce (payload over its quota, a handler that
  * failed or timed out) are answered as the deployed gateway responses answer them: problem+json with a
- * stable code.
+ * stable code. A request target that is not a URL at all (`http://[/v1/tools`) is refused here with
+ * 400 `validation_failed`, as a gateway refuses what it cannot route; every other target goes to the
+ * handler, which authenticates and answers an unknown path with 404.
  */
 
 /** The API handler's signature (functions/handlers/api.ts). */
@@ -118,7 +121,21 @@ export class HttpAdapter {
       sendProblem(res, 413, 'payload_too_large', 'Request body exceeds the gateway limit', requestId);
       return;
     }
-    const event = toEvent(req, body, requestId);
+    const target = parseTarget(req.url ?? '/');
+    if (target === undefined) {
+      writeResult(
+        res,
+        req.method ?? 'GET',
+        problemResponse(
+          new ValidationError('the request target is not a valid URL', [
+            { path: 'target', message: 'invalid' },
+          ]),
+          requestId,
+        ),
+      );
+      return;
+    }
+    const event = toEvent(req, target, body, requestId);
     let result: APIGatewayProxyResult;
     try {
       result = await invoke(this.fn, this.handler, event);
@@ -164,15 +181,54 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_la
   });
 }
 
+/** A request target split into its path (still percent-encoded) and its query string (without `?`). */
+export interface RequestTarget {
+  path: string;
+  query: string;
+}
+
+/**
+ * Splits a request target, or returns `undefined` when it is not one a gateway could route. The
+ * origin form (`/v1/tools?x=1`) is split as sent, never normalised: API Gateway delivers the path
+ * still percent-encoded, `//` and `%zz` included, and the router refuses what matches no route. Only
+ * the absolute form (`http://host/v1/tools`) goes through URL parsing, and a target of any other form
+ * (`*`, `host:port`, an unparseable URL) is refused. Never throws: this runs before authentication, on
+ * whatever bytes a client sent.
+ *
+ * @example
+ * ```ts
+ * parseTarget('/v1/operations?limit=2'); // { path: '/v1/operations', query: 'limit=2' }
+ * parseTarget('http://[/v1/tools');      // undefined
+ * ```
+ */
+export function parseTarget(target: string): RequestTarget | undefined {
+  if (target.startsWith('/')) {
+    const at = target.indexOf('?');
+    if (at < 0) return { path: target, query: '' };
+    // A fragment is never sent on the wire; if a client sends one anyway, it is not part of the query.
+    return { path: target.slice(0, at), query: target.slice(at + 1).split('#')[0] as string };
+  }
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  return { path: url.pathname, query: url.search.slice(1) };
+}
+
 /**
  * The REST API proxy event for a request. Header names keep the case the client sent; `headers` holds
  * the last value of each, `multiValueHeaders` every value, as API Gateway does.
  */
-export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): APIGatewayProxyEvent {
-  const target = req.url ?? '/';
-  const url = new URL(target, 'http://127.0.0.1');
-  // API Gateway delivers the path as sent, still percent-encoded; URL would normalise dot segments.
-  const path = target.startsWith('/') ? (target.split('?')[0] as string) : url.pathname;
+export function toEvent(
+  req: IncomingMessage,
+  target: RequestTarget,
+  body: Buffer,
+  requestId: string,
+): APIGatewayProxyEvent {
+  const path = target.path;
   const method = (req.method ?? 'GET').toUpperCase();
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
@@ -187,7 +243,7 @@ export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): 
   }
   const query: Record<string, string> = {};
   const multiQuery: Record<string, string[]> = {};
-  for (const [key, value] of url.searchParams) {
+  for (const [key, value] of new URLSearchParams(target.query)) {
     query[key] = value;
     append(multiQuery, key, value);
   }

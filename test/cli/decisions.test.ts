@@ -67,8 +67,10 @@ describe('tool-ledger resolve', () => {
     ]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
+    // The operation as it stood is shown first, then the verdict.
+    expect(stdout).toMatch(/^attempt\s+1$/m);
     expect(stdout).toMatch(
-      /^resolved: res-1 is now succeeded, attempt 1 \(resolved by token:[0-9a-f]{8}\)\n$/,
+      /\nresolved: res-1 is now succeeded, attempt 1 \(resolved by token:[0-9a-f]{8}\)\n$/,
     );
     const record = await cli.ledger.store.get({ pk: 'acme#res-1', sk: 'op' });
     expect(record).toMatchObject({ state: 'succeeded', result: '{"checked":"by hand"}' });
@@ -77,17 +79,21 @@ describe('tool-ledger resolve', () => {
   it('not_applied makes the operation retryable; failed makes it terminal', async () => {
     await uncertain('res-2');
     await uncertain('res-3');
-    expect((await cli.run(['resolve', 'res-2', 'not_applied'])).stdout).toContain('is now failed_retryable');
-    expect((await cli.run(['resolve', 'res-3', 'failed'])).stdout).toContain('is now failed_terminal');
+    expect((await cli.run(['resolve', 'res-2', 'not_applied', '--yes'])).stdout).toContain(
+      'is now failed_retryable',
+    );
+    expect((await cli.run(['resolve', 'res-3', 'failed', '--attempt', '1'])).stdout).toContain(
+      'is now failed_terminal',
+    );
     expect(await stateOf('res-2')).toBe('failed_retryable');
     expect(await stateOf('res-3')).toBe('failed_terminal');
   });
 
   it('on an operation that already succeeded: state_changed (409), the state it is in now, exit 1', async () => {
     await cli.ledger.submit({ operationId: 'res-done', arguments: { target: 'a' } });
-    const { code, stdout, stderr } = await cli.run(['resolve', 'res-done', 'failed']);
+    const { code, stdout, stderr } = await cli.run(['resolve', 'res-done', 'failed', '--attempt', '1']);
     expect(code).toBe(1);
-    expect(stdout).toBe('');
+    expect(stdout).not.toContain('resolved:');
     expect(stderr).toContain('tool-ledger: state_changed (409): The operation changed state');
     expect(stderr).toContain('the operation is now succeeded, attempt 1');
     expect(await stateOf('res-done')).toBe('succeeded');
@@ -104,7 +110,7 @@ describe('tool-ledger resolve', () => {
   it('an agent or approver token cannot resolve (403), and the operation stays uncertain', async () => {
     await uncertain('res-5');
     for (const token of ['agent-a', 'approver-a']) {
-      const { code, stderr } = await cli.run(['resolve', 'res-5', 'applied'], { token });
+      const { code, stderr } = await cli.run(['resolve', 'res-5', 'applied', '--yes'], { token });
       expect(code).toBe(1);
       expect(stderr).toContain('forbidden (403)');
     }
@@ -113,7 +119,7 @@ describe('tool-ledger resolve', () => {
 
   it('another tenant’s operation is not found (404) and is not touched', async () => {
     await uncertain('theirs', 'other');
-    const { code, stderr } = await cli.run(['resolve', 'theirs', 'applied']);
+    const { code, stderr } = await cli.run(['resolve', 'theirs', 'applied', '--yes']);
     expect(code).toBe(1);
     expect(stderr).toContain('not_found (404)');
     expect(await stateOf('theirs', 'other')).toBe('uncertain');
@@ -121,7 +127,7 @@ describe('tool-ledger resolve', () => {
 
   it('--json prints the resolved operation', async () => {
     await uncertain('res-6');
-    const { code, stdout } = await cli.run(['resolve', 'res-6', 'applied', '--json']);
+    const { code, stdout } = await cli.run(['resolve', 'res-6', 'applied', '--json', '--yes']);
     expect(code).toBe(0);
     expect(JSON.parse(stdout)).toMatchObject({ operation_id: 'res-6', state: 'succeeded', result: null });
   });
@@ -135,6 +141,8 @@ describe('tool-ledger resolve', () => {
       ['resolve', 'res-7', 'applied', '--attempt', '-1'],
       ['resolve', 'res-7', 'applied', '--attempt', 'two'],
       ['resolve', 'res-7'],
+      // No attempt, no --yes and no terminal to confirm on: nothing says which attempt was checked.
+      ['resolve', 'res-7', 'not_applied'],
     ]) {
       const { code, stderr } = await cli.run(argv);
       expect(code, argv.join(' ')).toBe(2);
@@ -142,6 +150,44 @@ describe('tool-ledger resolve', () => {
     }
     expect(cli.connections()).toBe(0);
     expect(await stateOf('res-7')).toBe('uncertain');
+  });
+});
+
+describe('tool-ledger resolve sends the attempt it showed', () => {
+  it('on a terminal asks first, naming the attempt: "no" resolves nothing (exit 1), "yes" resolves that attempt', async () => {
+    await uncertain('res-8');
+    const questions: string[] = [];
+    const declined = await cli.run(['resolve', 'res-8', 'not_applied'], {
+      confirm: async (q) => {
+        questions.push(q);
+        return false;
+      },
+    });
+    expect(declined.code).toBe(1);
+    expect(declined.stderr).toContain('not resolved: nothing was decided');
+    expect(questions).toEqual(['Resolve res-8 attempt 1 as not_applied?']);
+    expect(await stateOf('res-8')).toBe('uncertain');
+    const accepted = await cli.run(['resolve', 'res-8', 'not_applied'], { confirm: async () => true });
+    expect(accepted.code).toBe(0);
+    expect(accepted.stdout).toContain('is now failed_retryable, attempt 1');
+  });
+
+  it('run again after its not_applied started the next attempt: state_changed (exit 1), no further attempt', async () => {
+    await uncertain('res-9');
+    const argv = ['resolve', 'res-9', 'not_applied', '--attempt', '1'];
+    expect((await cli.run(argv)).code).toBe(0);
+    // The retry (attempt 2) runs and ends uncertain again.
+    tool.next({ kind: 'uncertain', code: 'reset_after_send' });
+    const { record } = await cli.ledger.submit({ operationId: 'res-9', arguments: { target: 'res-9' } });
+    expect(record).toMatchObject({ state: 'uncertain', attempt: 2 });
+    const again = await cli.run(argv);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('state_changed (409)');
+    expect(await cli.ledger.store.get({ pk: 'acme#res-9', sk: 'op' })).toMatchObject({
+      state: 'uncertain',
+      attempt: 2,
+    });
+    expect(tool.starts.map((s) => s.attempt)).toEqual([1, 2]);
   });
 });
 

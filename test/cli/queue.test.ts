@@ -162,7 +162,7 @@ describe('tool-ledger show', () => {
 
   it('shows a resolution and an operator’s identity once resolved', async () => {
     await uncertain('s-4');
-    expect((await cli.run(['resolve', 's-4', 'applied'])).code).toBe(0);
+    expect((await cli.run(['resolve', 's-4', 'applied', '--yes'])).code).toBe(0);
     const { stdout } = await cli.run(['show', 's-4']);
     expect(stdout).toMatch(/^state\s+succeeded$/m);
     expect(stdout).toMatch(/^resolution\s+resolved by token:[0-9a-f]{8}$/m);

@@ -137,7 +137,14 @@ describe('operator resolution', () => {
     outcome: string,
     extra: { result?: unknown; attempt?: unknown } = {},
   ) =>
-    resolveOperation(l.deps, l.req(), { tenant: 'acme', principal: 'op-1', operationId, outcome, ...extra });
+    resolveOperation(l.deps, l.req(), {
+      tenant: 'acme',
+      principal: 'op-1',
+      operationId,
+      outcome,
+      attempt: 1,
+      ...extra,
+    });
 
   it('applied → succeeded with resolved_by; the same resolution again is idempotent; other states refused', async () => {
     const plain = new ScriptedTool('test.plain', { reconcile: undefined });
@@ -158,6 +165,7 @@ describe('operator resolution', () => {
       principal: 'op-2',
       operationId: 'r-1',
       outcome: 'applied',
+      attempt: 1,
     });
     expect(again).toMatchObject({ changed: false });
     expect(done.record.error).toBeUndefined();
@@ -179,5 +187,72 @@ describe('operator resolution', () => {
     expect((await resolve(l, 'r-3', 'not_applied')).record.state).toBe('failed_retryable');
     await drive(l);
     expect(await l.store.get(operationKey('acme', 'r-3'))).toMatchObject({ state: 'succeeded', attempt: 2 });
+  });
+
+  it('a resolution without attempt is validation_failed naming attempt, and changes nothing', async () => {
+    const plain = new ScriptedTool('test.plain', { reconcile: undefined });
+    const l = testLedger(db.client, await freshTable(db.client), [plain.tool]);
+    plain.next({ kind: 'uncertain', code: 'timeout' });
+    await l.submit({ operationId: 'r-4', arguments: { target: 'a' } });
+    const before = await l.store.get(operationKey('acme', 'r-4'));
+    await expect(
+      resolveOperation(l.deps, l.req(), {
+        tenant: 'acme',
+        principal: 'op-1',
+        operationId: 'r-4',
+        outcome: 'not_applied',
+      } as Parameters<typeof resolveOperation>[2]),
+    ).rejects.toMatchObject({ code: 'validation_failed', issues: [{ path: '$.attempt' }] });
+    expect(await l.store.get(operationKey('acme', 'r-4'))).toEqual(before);
+  });
+
+  it('not_applied sent twice (a retry after a lost response) starts exactly one more attempt', async () => {
+    const plain = new ScriptedTool('test.plain', { reconcile: undefined });
+    const l = testLedger(db.client, await freshTable(db.client), [plain.tool]);
+    plain.defaultBehaviour = { kind: 'uncertain', code: 'timeout' };
+    await l.submit({ operationId: 'r-5', arguments: { target: 'a' } });
+    await drive(l);
+    expect(await l.store.get(operationKey('acme', 'r-5'))).toMatchObject({
+      state: 'needs_reconciliation',
+      attempt: 1,
+    });
+    const first = await resolve(l, 'r-5', 'not_applied', { attempt: 1 });
+    expect(first).toMatchObject({ changed: true, record: { state: 'failed_retryable', attempt: 1 } });
+    // Repeated before any worker claimed it: the same resolution of the same attempt, idempotent.
+    expect(await resolve(l, 'r-5', 'not_applied', { attempt: 1 })).toMatchObject({ changed: false });
+    await drive(l);
+    expect(await l.store.get(operationKey('acme', 'r-5'))).toMatchObject({
+      state: 'needs_reconciliation',
+      attempt: 2,
+    });
+    // The retry arrives after the next attempt started and ended uncertain: refused, nothing started.
+    await expect(resolve(l, 'r-5', 'not_applied', { attempt: 1 })).rejects.toMatchObject({
+      code: 'state_changed',
+    });
+    await drive(l);
+    expect(plain.starts.map((s) => s.attempt)).toEqual([1, 2]);
+    expect(await l.store.get(operationKey('acme', 'r-5'))).toMatchObject({
+      state: 'needs_reconciliation',
+      attempt: 2,
+    });
+  });
+
+  it('the same outcome for an earlier attempt is not a repeat: state_changed once a later attempt was resolved', async () => {
+    const plain = new ScriptedTool('test.plain', { reconcile: undefined });
+    const l = testLedger(db.client, await freshTable(db.client), [plain.tool]);
+    plain.next({ kind: 'uncertain', code: 'timeout' });
+    plain.next({ kind: 'uncertain', code: 'timeout' });
+    await l.submit({ operationId: 'r-6', arguments: { target: 'a' } });
+    await resolve(l, 'r-6', 'not_applied', { attempt: 1 });
+    // The retry (attempt 2) is claimed and ends uncertain again, and an operator resolves it too.
+    await l.submit({ operationId: 'r-6', arguments: { target: 'a' } });
+    expect(await resolve(l, 'r-6', 'not_applied', { attempt: 2 })).toMatchObject({
+      changed: true,
+      record: { state: 'failed_retryable', attempt: 2 },
+    });
+    await expect(resolve(l, 'r-6', 'not_applied', { attempt: 1 })).rejects.toMatchObject({
+      code: 'state_changed',
+    });
+    expect(plain.starts.map((s) => s.attempt)).toEqual([1, 2]);
   });
 });

@@ -8,7 +8,7 @@ import { reconcilePass } from '../../functions/engine/reconcile';
 import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { injectFaults, throttling } from '../support/faults';
-import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
+import { Gate, ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
 let db: DynaliteHandle;
 let table: string;
@@ -131,7 +131,9 @@ describe('the read-tool path', () => {
   });
 
   it('a read that outlives its deadline is aborted, retryable, and never uncertain', async () => {
-    const slow = new ScriptedTool('test.slow_read', { effect: 'read', timeoutMs: 50 });
+    // The deadline counts from the request's start, so it must outlast the reservation on a busy
+    // machine: with a few tens of ms the tool often never started (deadline_before_start).
+    const slow = new ScriptedTool('test.slow_read', { effect: 'read', timeoutMs: 2_000 });
     slow.next({ kind: 'hang' });
     const ledger = reader(slow.tool);
     const out = await ledger.submit({ operationId: 'r-7', arguments: { target: 'a' } });
@@ -143,14 +145,18 @@ describe('the read-tool path', () => {
   });
 
   it('a duplicate while the read runs is in_progress, and the read runs once', async () => {
-    tool.next({ kind: 'succeed', delayMs: 150 });
+    // The read runs until the gate opens: the duplicate always meets it running (a 40 ms sleep against
+    // a 150 ms read did not, on a busy machine).
+    const gate = new Gate();
+    tool.next({ kind: 'succeed', gate });
     const ledger = reader();
     const other = reader();
     const first = ledger.submit({ operationId: 'r-8', arguments: { target: 'a' } });
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    await tool.started(1);
     const duplicate = await other.submit({ operationId: 'r-8', arguments: { target: 'a' } });
     expect(duplicate.kind).toBe('in_progress');
     expect(duplicate.record.state).toBe('pending');
+    gate.open();
     expect(await first).toMatchObject({ kind: 'completed', replayed: false });
     expect(await other.submit({ operationId: 'r-8', arguments: { target: 'a' } })).toMatchObject({
       kind: 'completed',

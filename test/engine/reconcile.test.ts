@@ -9,7 +9,7 @@ import { operationKey } from '../../functions/ledger/keys';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { injectFaults, throttling } from '../support/faults';
-import { drive, ScriptedTool, testLedger } from '../support/harness';
+import { drive, Gate, ScriptedTool, testLedger } from '../support/harness';
 
 let db: DynaliteHandle;
 beforeAll(async () => {
@@ -23,17 +23,21 @@ const A = { target: 'a' };
 
 describe('reconciler', () => {
   it('a slow tool still running when its lease expires: marked uncertain, the late commit of the same attempt wins, nothing runs twice', async () => {
-    const tool = new ScriptedTool('test.slow', { timeoutMs: 5_000 });
+    // The tool runs until the test opens the gate (its real deadline, 20 s, is never reached; it still
+    // fits a synchronous call), so the pass below always meets it running, however busy the machine.
+    const tool = new ScriptedTool('test.slow', { timeoutMs: 20_000 });
     tool.reconcileVerdict = 'unknown';
     const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool], { leaseGraceMs: 100 });
-    tool.next({ kind: 'succeed', delayMs: 400 });
+    const gate = new Gate();
+    tool.next({ kind: 'succeed', gate });
     const running = ledger.submit({ operationId: 'slow-1', arguments: A });
-    await new Promise((r) => setTimeout(r, 100));
+    await tool.started(1);
     ledger.advance(60_000); // the worker looks dead to the reconciler
     const pass = await reconcilePass(ledger.deps, ledger.req());
     expect(pass.actions).toMatchObject({ reconcile_unknown: 1 });
     expect((await ledger.store.get(operationKey('acme', 'slow-1')))?.state).toBe('uncertain');
 
+    gate.open();
     const out = await running;
     expect(out).toMatchObject({ kind: 'completed', replayed: false });
     expect(out.record).toMatchObject({ state: 'succeeded', attempt: 1 });
@@ -59,10 +63,12 @@ describe('reconciler', () => {
   });
 
   it('an uncertain operation that did not apply is retried with the same key through the queue', async () => {
-    const tool = new ScriptedTool('test.t', { timeoutMs: 50 });
+    // A lost outcome that did not apply. (A hanging tool with a 50 ms timeout made this depend on the
+    // tool starting within 50 ms of its claim; on a busy machine it did not: deadline_before_start.)
+    const tool = new ScriptedTool('test.t');
     tool.reconcileVerdict = 'not_applied';
     const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool], { leaseGraceMs: 10 });
-    tool.next({ kind: 'hang' });
+    tool.next({ kind: 'uncertain', code: 'timeout', applied: false });
     expect((await ledger.submit({ operationId: 'u-2', arguments: A })).record.state).toBe('uncertain');
     tool.reconcileVerdict = undefined; // from now on, answer from the real effect log
     await drive(ledger);
@@ -149,9 +155,12 @@ describe('reconciler', () => {
       ledger.queue.messages.splice(0);
       const before = await ledger.store.get(operationKey('acme', 'q-2'));
       ledger.advance((before?.attention_at ?? 0) - ledger.deps.clock() + 1);
-      await reconcilePass(ledger.deps, ledger.req());
+      // Measured from the pass's own "now": the test clock follows real time, which a busy machine
+      // spends between the pass and a later read.
+      const req = ledger.req();
+      await reconcilePass(ledger.deps, req);
       const after = await ledger.store.get(operationKey('acme', 'q-2'));
-      dueTimes.push((after?.attention_at ?? 0) - ledger.deps.clock());
+      dueTimes.push((after?.attention_at ?? 0) - req.now);
       expect(after?.requeue_count).toBe(i + 1);
       expect(ledger.queue.messages).toHaveLength(1);
     }

@@ -44,7 +44,9 @@ describe('the seed contract', () => {
   });
 
   it('a timeout after the effect leaves the operation uncertain and a retry does not run the tool', async () => {
-    const slow = new ScriptedTool('test.slow', { timeoutMs: 100 });
+    // The deadline counts from the request's start, so it must outlast the reservation on a busy
+    // machine: with a few tens of ms the tool often never started (deadline_before_start).
+    const slow = new ScriptedTool('test.slow', { timeoutMs: 2_000 });
     const l = testLedger(db.client, await freshTable(db.client), [slow.tool]);
     slow.next({ kind: 'apply_then_hang' });
     const first = await l.submit({ operationId: 'op-t', arguments: { target: 'a' } });
@@ -101,7 +103,11 @@ describe('identity and isolation', () => {
 });
 
 describe('concurrency', () => {
-  it('100 concurrent calls with one operation ID, 20 times: exactly one execution, no errors', async () => {
+  // 2,000 calls, CPU-bound: with both cores taken by other work this took over 3 minutes (it
+  // failed at the default 30 s). The bound is only a hang detector.
+  it('100 concurrent calls with one operation ID, 20 times: exactly one execution, no errors', {
+    timeout: 600_000,
+  }, async () => {
     tool.defaultBehaviour = { kind: 'succeed', delayMs: 5 };
     for (let round = 0; round < 20; round++) {
       const id = `burst-${round}`;
@@ -167,7 +173,9 @@ describe('failures', () => {
   });
 
   it('lease expiry alone never causes a second execution', async () => {
-    const slow = new ScriptedTool('test.slow', { timeoutMs: 50 });
+    // The deadline counts from the request's start, so it must outlast the reservation on a busy
+    // machine: with a few tens of ms the tool often never started (deadline_before_start).
+    const slow = new ScriptedTool('test.slow', { timeoutMs: 2_000 });
     const l = testLedger(db.client, await freshTable(db.client), [slow.tool], { leaseGraceMs: 10 });
     slow.next({ kind: 'hang' });
     const first = await l.submit({ operationId: 'op-l', arguments: { target: 'a' } });

@@ -224,7 +224,7 @@ describe('operation IDs in the path, generated', () => {
                   body: JSON.stringify(
                     which === 'approval'
                       ? { decision: 'approve', arguments_digest: `v1:${'0'.repeat(64)}` }
-                      : { outcome: 'failed' },
+                      : { outcome: 'failed', attempt: 1 },
                   ),
                 };
           request.headers = [

@@ -181,11 +181,11 @@ function resolve(id: string, body: unknown, token = 'operator-a') {
 describe('POST /v1/operations/{id}/resolution', () => {
   it('applied → succeeded with resolved_by and the result; the same resolution again is 200', async () => {
     await uncertain('op-1');
-    const res = await resolve('op-1', { outcome: 'applied', result: { checked: true } });
+    const res = await resolve('op-1', { outcome: 'applied', result: { checked: true }, attempt: 1 });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ state: 'succeeded', result: { checked: true } });
     expect(res.body.resolved_by).toMatch(/^token:/);
-    const again = await resolve('op-1', { outcome: 'applied', result: { checked: true } });
+    const again = await resolve('op-1', { outcome: 'applied', result: { checked: true }, attempt: 1 });
     expect(again.status).toBe(200);
     const replay = await api.call({
       method: 'POST',
@@ -200,9 +200,11 @@ describe('POST /v1/operations/{id}/resolution', () => {
 
   it('not_applied → failed_retryable, and failed → failed_terminal', async () => {
     await uncertain('op-n');
-    expect((await resolve('op-n', { outcome: 'not_applied' })).body.state).toBe('failed_retryable');
+    expect((await resolve('op-n', { outcome: 'not_applied', attempt: 1 })).body.state).toBe(
+      'failed_retryable',
+    );
     await uncertain('op-f');
-    const failed = await resolve('op-f', { outcome: 'failed' });
+    const failed = await resolve('op-f', { outcome: 'failed', attempt: 1 });
     expect(failed.status).toBe(200);
     expect(failed.body).toMatchObject({ state: 'failed_terminal', error: { code: 'resolved_failed' } });
   });
@@ -214,7 +216,7 @@ describe('POST /v1/operations/{id}/resolution', () => {
       key: 'op-ok',
       body: { tool: 'test.effect', arguments: { target: 'a' } },
     });
-    const res = await resolve('op-ok', { outcome: 'failed' });
+    const res = await resolve('op-ok', { outcome: 'failed', attempt: 1 });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: 'state_changed', operation: { state: 'succeeded' } });
   });
@@ -230,9 +232,9 @@ describe('POST /v1/operations/{id}/resolution', () => {
   it('agents and approvers cannot resolve (403); another tenant’s operator gets 404', async () => {
     await uncertain('op-role');
     for (const token of ['agent-a', 'approver-a']) {
-      expect((await resolve('op-role', { outcome: 'applied' }, token)).status).toBe(403);
+      expect((await resolve('op-role', { outcome: 'applied', attempt: 1 }, token)).status).toBe(403);
     }
-    expect((await resolve('op-role', { outcome: 'applied' }, 'operator-b')).status).toBe(404);
+    expect((await resolve('op-role', { outcome: 'applied', attempt: 1 }, 'operator-b')).status).toBe(404);
     const read = await api.call({ path: '/v1/operations/op-role' });
     expect(read.body.state).toBe('uncertain');
   });
@@ -241,11 +243,47 @@ describe('POST /v1/operations/{id}/resolution', () => {
     ['an unknown outcome', { outcome: 'maybe' }],
     ['a negative attempt', { outcome: 'applied', attempt: -1 }],
     ['a fractional attempt', { outcome: 'applied', attempt: 1.5 }],
-    ['a result with not_applied', { outcome: 'not_applied', result: {} }],
+    ['a result with not_applied', { outcome: 'not_applied', result: {}, attempt: 1 }],
+    ['an attempt that is not a number', { outcome: 'not_applied', attempt: '1' }],
   ])('%s is 400 validation_failed', async (_name, body) => {
     await uncertain('op-v');
     const res = await resolve('op-v', body);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('validation_failed');
+  });
+
+  it('a resolution without attempt is 400 validation_failed naming attempt, and the record stays as it was', async () => {
+    await uncertain('op-na');
+    const before = await api.call({ path: '/v1/operations/op-na' });
+    const res = await resolve('op-na', { outcome: 'not_applied' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'validation_failed', issues: [{ path: '$.attempt' }] });
+    expect((await api.call({ path: '/v1/operations/op-na' })).body).toEqual(before.body);
+    expect(tool.starts).toHaveLength(1);
+  });
+
+  it('not_applied retried after the next attempt started is 409 state_changed: exactly one extra attempt', async () => {
+    await uncertain('op-twice');
+    const first = await resolve('op-twice', { outcome: 'not_applied', attempt: 1 });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ state: 'failed_retryable', attempt: 1 });
+    // The client retries on a lost response: the same resolution of the same attempt is 200.
+    const repeat = await resolve('op-twice', { outcome: 'not_applied', attempt: 1 });
+    expect(repeat.status).toBe(200);
+    expect(repeat.body).toMatchObject({ state: 'failed_retryable', attempt: 1 });
+    // The caller's retry claims attempt 2, which ends uncertain again.
+    tool.next({ kind: 'uncertain', code: 'reset_after_send' });
+    const retried = await api.call({
+      method: 'POST',
+      path: '/v1/operations',
+      key: 'op-twice',
+      body: { tool: 'test.effect', arguments: { target: 'a' } },
+    });
+    expect(retried.body).toMatchObject({ state: 'uncertain', attempt: 2 });
+    const late = await resolve('op-twice', { outcome: 'not_applied', attempt: 1 });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ code: 'state_changed', operation: { state: 'uncertain', attempt: 2 } });
+    expect(tool.starts.map((s) => s.attempt)).toEqual([1, 2]);
+    expect(api.ledger.queue.messages).toHaveLength(0);
   });
 });

@@ -175,6 +175,47 @@ describe('GET /v1/operations (the reconciliation queue)', () => {
       expect(res.body.code).toBe('validation_failed');
     }
   });
+
+  it('a forged cursor is 400 validation_failed naming cursor, never a 5xx: each of these once reached the store', async () => {
+    await makeUncertain(['u-1', 'u-2']);
+    const page = await api.call({ path: '/v1/operations', token: 'operator-a', query: [['limit', '1']] });
+    const issued = JSON.parse(
+      Buffer.from(page.body.next_cursor as string, 'base64url').toString('utf8'),
+    ) as Record<string, unknown>;
+    expect(Object.keys(issued).sort()).toEqual(['pk', 'sk', 'unresolved_at', 'unresolved_tenant']);
+    const forge = (change: Record<string, unknown>) =>
+      Buffer.from(JSON.stringify({ ...issued, ...change })).toString('base64url');
+    const forged: [string, string][] = [
+      ['empty sk', forge({ sk: '' })],
+      ['3,000-byte pk', forge({ pk: `acme#${'x'.repeat(3000)}` })],
+      ['unresolved_at 1e300', forge({ unresolved_at: 1e300 })],
+      ['unresolved_at as a string', forge({ unresolved_at: String(issued.unresolved_at) })],
+      ['pk as a number', forge({ pk: 42 })],
+      ['sk as an object', forge({ sk: { S: 'op' } })],
+      ['another tenant’s key', forge({ pk: 'other#u-1', unresolved_tenant: 'other' })],
+      ['another tenant’s item under this tenant’s index key', forge({ pk: 'other#u-1' })],
+      ['an empty operation ID', forge({ pk: 'acme#' })],
+      ['a negative position', forge({ unresolved_at: -1 })],
+      ['base64url with a stray character', `${page.body.next_cursor as string}*`],
+      ['an over-long cursor', 'A'.repeat(5000)],
+    ];
+    for (const [name, cursor] of forged) {
+      const { result: res, lines } = await captureOutput(() =>
+        api.call({ path: '/v1/operations', token: 'operator-a', query: [['cursor', cursor]] }),
+      );
+      expect(res.status, name).toBe(400);
+      expect(res.body, name).toMatchObject({ code: 'validation_failed', issues: [{ path: 'cursor' }] });
+      expect(lines.join('\n'), name).not.toContain('ValidationException');
+    }
+    // The cursor the API issued still pages on.
+    const next = await api.call({
+      path: '/v1/operations',
+      token: 'operator-a',
+      query: [['cursor', page.body.next_cursor as string]],
+    });
+    expect(next.status).toBe(200);
+    expect((next.body.operations as { operation_id: string }[]).map((o) => o.operation_id)).toEqual(['u-1']);
+  });
 });
 
 describe('GET /v1/tools', () => {
@@ -269,7 +310,7 @@ describe('routing and authentication', () => {
     const resolve = await api.call({
       method: 'POST',
       path: '/v1/operations/x/resolution',
-      body: { outcome: 'applied' },
+      body: { outcome: 'applied', attempt: 1 },
     });
     const list = await api.call({ path: '/v1/operations' });
     expect([approve.status, resolve.status, list.status]).toEqual([403, 403, 403]);

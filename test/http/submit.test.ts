@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
 import { injectFaults, throttling } from '../support/faults';
-import { ScriptedTool } from '../support/harness';
-import { captureOutput, type TestApi, type TestRequest, testApi, until } from './support';
+import { Gate, ScriptedTool } from '../support/harness';
+import { captureOutput, type TestApi, type TestRequest, testApi } from './support';
 
 let db: DynaliteHandle;
 let tool: ScriptedTool;
@@ -86,9 +86,12 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
   });
 
   it('a duplicate while a worker holds a live lease is 409 operation_in_progress with Retry-After and the state', async () => {
-    tool.next({ kind: 'succeed', delayMs: 300 });
+    // The first call runs until the gate opens, so the duplicate always meets its live lease (a
+    // 300 ms sleep did not always outlast the duplicate's round trip on a busy machine).
+    const gate = new Gate();
+    tool.next({ kind: 'succeed', gate });
     const first = api.call(post('op-p'));
-    await until(() => tool.starts.length === 1);
+    await tool.started(1);
     const duplicate = await api.call(post('op-p'));
     expect(duplicate.status).toBe(409);
     expect(duplicate.headers['Content-Type']).toBe('application/problem+json');
@@ -100,14 +103,16 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
       state: 'pending',
       operation: { operation_id: 'op-p', state: 'pending', attempt: 1 },
     });
+    gate.open();
     expect((await first).status).toBe(201);
     expect(tool.effects).toHaveLength(1);
   });
 
   it('pending with an expired lease is 202 with Location and Retry-After, and nothing runs again', async () => {
-    tool.next({ kind: 'succeed', delayMs: 300 });
+    const gate = new Gate();
+    tool.next({ kind: 'succeed', gate });
     const first = api.call(post('op-x'));
-    await until(() => tool.starts.length === 1);
+    await tool.started(1);
     api.ledger.advance(3_600_000);
     const late = await api.call(post('op-x'));
     expect(late.status).toBe(202);
@@ -115,6 +120,7 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
     expect(Number(late.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
     expect(late.body).toMatchObject({ state: 'pending', replayed: false });
     expect(late.headers['Idempotent-Replayed']).toBeUndefined();
+    gate.open();
     await first;
     expect(tool.starts).toHaveLength(1);
   });
@@ -178,11 +184,13 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
   });
 
   it('the same key with a different digest is 422 also while the first call is still running', async () => {
-    tool.next({ kind: 'succeed', delayMs: 300 });
+    const gate = new Gate();
+    tool.next({ kind: 'succeed', gate });
     const first = api.call(post('op-c2'));
-    await until(() => tool.starts.length === 1);
+    await tool.started(1);
     const conflict = await api.call(post('op-c2', { tool: 'test.effect', arguments: { target: 'b' } }));
     expect(conflict.status).toBe(422);
+    gate.open();
     expect((await first).status).toBe(201);
     expect(tool.starts).toHaveLength(1);
   });

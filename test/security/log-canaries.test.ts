@@ -59,7 +59,9 @@ const canaryTool = defineTool({
   description: 'echoes canaries back in every way a tool can',
   effect: 'write',
   targetClass: 'test',
-  timeoutMs: 300,
+  // Long enough that every mode starts on a busy machine (the deadline counts from the request's
+  // start); only `hang` ever waits for it.
+  timeoutMs: 2_000,
   maxAttempts: 2,
   schema: z
     .object({
@@ -188,7 +190,10 @@ async function settle(rounds = 6): Promise<void> {
 }
 
 describe('no argument or result value in any log line', () => {
-  it('across sync, async, approvals, conflicts, failures, reconciliation, resolutions, webhooks, bad messages and an unreachable ledger', async () => {
+  // One long scenario: a busy machine can take minutes; the bound is only a hang detector.
+  it('across sync, async, approvals, conflicts, failures, reconciliation, resolutions, webhooks, bad messages and an unreachable ledger', {
+    timeout: 180_000,
+  }, async () => {
     const served: Record<string, unknown>[] = [];
     let file = '';
     const previousLevel = logger.getLevelName();

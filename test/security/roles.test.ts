@@ -194,7 +194,7 @@ const ROUTES: RouteCase[] = [
     request: async () => ({
       method: 'POST',
       path: `/v1/operations/${(await operation('uncertain')).id}/resolution`,
-      body: { outcome: 'failed' },
+      body: { outcome: 'failed', attempt: 1 },
     }),
     expected: {
       'agent-a': 403,

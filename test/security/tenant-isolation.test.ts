@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { operationKey, TENANT_PATTERN } from '../../functions/ledger/keys';
 import { captureOutput, type TestApi, type TestResponse, testApi } from '../http/support';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
-import { ScriptedTool } from '../support/harness';
+import { Gate, ScriptedTool } from '../support/harness';
 
 /**
  * Tenant isolation on every route (SPEC §1, §5): tenants `acme` and `other` use the same operation IDs
@@ -80,11 +80,14 @@ describe('two tenants, the same operation IDs', () => {
   });
 
   it('a live lease in tenant A does not hold up tenant B (no 409 across tenants)', async () => {
-    effect.next({ kind: 'succeed', delayMs: 300 });
+    // A's call holds its lease until the gate opens, so B's call always meets it live.
+    const gate = new Gate();
+    effect.next({ kind: 'succeed', gate });
     const slow = submit('op-1', 'test.effect', 'a', 'agent-a');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await effect.started(1);
     const b = await submit('op-1', 'test.effect', 'b', 'agent-b');
     expect(b.status).toBe(201);
+    gate.open();
     expect((await slow).status).toBe(201);
   });
 
@@ -153,14 +156,14 @@ describe('two tenants, the same operation IDs', () => {
       method: 'POST',
       path: path('never-used', '/resolution'),
       token: 'operator-b',
-      body: { outcome: 'applied' },
+      body: { outcome: 'applied', attempt: 1 },
     });
     for (const outcome of ['applied', 'not_applied', 'failed']) {
       const res = await api.call({
         method: 'POST',
         path: path('op-1', '/resolution'),
         token: 'operator-b',
-        body: { outcome },
+        body: { outcome, attempt: 1 },
       });
       expectNotFound(res, none);
     }
@@ -169,7 +172,7 @@ describe('two tenants, the same operation IDs', () => {
       method: 'POST',
       path: path('op-1', '/resolution'),
       token: 'operator-b',
-      body: { outcome: 'failed' },
+      body: { outcome: 'failed', attempt: 1 },
     });
     expect(own.body.state).toBe('failed_terminal');
     expect(await snapshot('op-1', 'all-a')).toEqual(before);

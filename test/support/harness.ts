@@ -21,12 +21,40 @@ import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
 import type { TransitionLogLine } from '../../functions/observability/transition-log';
 import { ToolRegistry } from '../../functions/tools/registry';
 
+/**
+ * A latch a scripted attempt waits on, so that a test, not the clock, decides when a running effect
+ * finishes: "while the first call is in flight" then holds however busy the machine is.
+ *
+ * @example
+ * ```ts
+ * const gate = new Gate();
+ * tool.next({ kind: 'succeed', gate });
+ * const first = ledger.submit(...);
+ * await tool.started(1); // the attempt is running and stays so
+ * // ... act while it runs ...
+ * gate.open();
+ * await first;
+ * ```
+ */
+export class Gate {
+  private release: () => void = () => {};
+  /** Resolves once {@link Gate.open} is called. */
+  readonly opened = new Promise<void>((resolve) => {
+    this.release = resolve;
+  });
+  open(): void {
+    this.release();
+  }
+}
+
 /** What the scripted test tool does on its next call(s). */
 export type Behaviour =
-  | { kind: 'succeed'; result?: unknown; delayMs?: number }
+  /** `gate`: the attempt runs until the gate opens (or its signal aborts), then applies. */
+  | { kind: 'succeed'; result?: unknown; delayMs?: number; gate?: Gate }
   | { kind: 'terminal'; code: string; status?: number }
   | { kind: 'not_applied'; code: string }
-  | { kind: 'uncertain'; code: string }
+  /** `applied: false`: the outcome is lost but nothing happened (a reconcile finds no effect). */
+  | { kind: 'uncertain'; code: string; applied?: boolean }
   | { kind: 'throw' }
   | { kind: 'hang' }
   | { kind: 'apply_then_hang' };
@@ -39,6 +67,7 @@ export class ScriptedTool {
   readonly effects: { operationId: string; attempt: number; args: unknown }[] = [];
   readonly starts: { operationId: string; attempt: number }[] = [];
   private script: Behaviour[] = [];
+  private readonly startWaiters: { count: number; resolve: () => void }[] = [];
   defaultBehaviour: Behaviour = { kind: 'succeed' };
   reconcileVerdict: 'applied' | 'not_applied' | 'unknown' | undefined = undefined;
   readonly tool: AnyTool;
@@ -53,10 +82,12 @@ export class ScriptedTool {
       execute: async (args, ctx) => {
         this.starts.push({ operationId: ctx.operationId, attempt: ctx.attempt });
         const b = this.script.shift() ?? this.defaultBehaviour;
+        this.notifyStarts();
         const apply = () => this.effects.push({ operationId: ctx.operationId, attempt: ctx.attempt, args });
         switch (b.kind) {
           case 'succeed':
             if (b.delayMs) await sleep(b.delayMs, ctx.signal);
+            if (b.gate) await untilOpen(b.gate, ctx.signal);
             apply();
             return b.result ?? { ok: true, target: args.target, attempt: ctx.attempt };
           case 'terminal':
@@ -68,7 +99,7 @@ export class ScriptedTool {
           case 'not_applied':
             throw new NotAppliedError(b.code, 'nothing was sent');
           case 'uncertain':
-            apply();
+            if (b.applied !== false) apply();
             throw new UncertainOutcomeError(b.code, 'the response was lost');
           case 'throw':
             throw new Error(`secret ${JSON.stringify(args)}`);
@@ -108,6 +139,31 @@ export class ScriptedTool {
   effectsOf(operationId: string): number {
     return this.effects.filter((e) => e.operationId === operationId).length;
   }
+
+  /** Resolves once `count` attempts have started (at once if they already have): an event to wait on. */
+  started(count: number): Promise<void> {
+    if (this.starts.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.startWaiters.push({ count, resolve }));
+  }
+
+  private notifyStarts(): void {
+    for (const waiter of [...this.startWaiters]) {
+      if (this.starts.length < waiter.count) continue;
+      this.startWaiters.splice(this.startWaiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  }
+}
+
+function untilOpen(gate: Gate, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    void gate.opened.then(resolve);
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
