@@ -4,6 +4,7 @@ import { loadConfig } from './config';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { withUpstreams } from './mcp/gateway';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
 
@@ -13,6 +14,12 @@ export interface Runtime {
   /** Tenants the work queue may carry (SPEC §6). */
   queueTenants: ReadonlySet<string>;
   toolEnv: ToolEnvironment;
+  /**
+   * Puts the current tools in `deps.tools`: the deployment's, plus the tools of the upstream MCP servers
+   * listed so far (`TOOL_LEDGER_MCP_UPSTREAMS`). Handlers await it at the start of every invocation;
+   * without upstreams it does nothing.
+   */
+  refreshTools(): Promise<void>;
 }
 
 /**
@@ -25,6 +32,7 @@ export interface Runtime {
  * | `TOOL_LEDGER_WEBHOOK_ALLOW` | comma-separated origins `webhook.post` may call |
  * | `TOOL_LEDGER_WEBHOOK_IDEMPOTENT` | origins that dedupe on `Idempotency-Key` |
  * | `TOOL_LEDGER_QUEUE_TENANTS` | JSON array of tenants the work queue carries |
+ * | `TOOL_LEDGER_MCP_UPSTREAMS` | upstream MCP servers whose tools the gateway serves (functions/mcp/upstreams.ts) |
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
@@ -58,7 +66,14 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     config,
     queue,
   });
-  return { deps, queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)), toolEnv };
+  const runtime: Runtime = {
+    deps,
+    queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)),
+    toolEnv,
+    refreshTools: async () => {},
+  };
+  runtime.refreshTools = withUpstreams(runtime, env);
+  return runtime;
 }
 
 function list(raw: string | undefined): string[] {

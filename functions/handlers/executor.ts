@@ -40,6 +40,7 @@ export function createExecutorHandler(
   let built: Runtime | undefined;
   return async (event, context) => {
     built ??= runtime();
+    await built.refreshTools();
     const { deps, queueTenants } = built;
     const recordHandler = async (record: SQSRecord): Promise<void> => {
       const started = Date.now();

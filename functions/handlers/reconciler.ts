@@ -28,6 +28,7 @@ export function createReconcilerHandler(
   let built: Runtime | undefined;
   return async (_event, context) => {
     built ??= runtime();
+    await built.refreshTools();
     const { deps } = built;
     const started = Date.now();
     try {
