@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { MCP_UPSTREAMS_VARIABLE, parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
 
 /**
  * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
@@ -86,6 +87,7 @@ export function loadLocalSettings(env: NodeJS.ProcessEnv): LocalSettings {
   ) {
     throw new LocalSettingsError('TOOL_LEDGER_ALLOW_SELF_APPROVAL must be true or false');
   }
+  checkMcpUpstreams(env);
   const dataDir = resolve(nonEmpty(env.TOOL_LEDGER_DATA_DIR) ?? '.data');
   const tokensSpec = nonEmpty(env.TOOL_LEDGER_TOKENS) ?? DEFAULT_TOKENS;
   const tokens = parseTokens(tokensSpec);
@@ -132,6 +134,20 @@ export function parseTokens(spec: string): LocalToken[] {
   }
   if (tokens.length === 0) throw new LocalSettingsError('TOOL_LEDGER_TOKENS names no token');
   return tokens;
+}
+
+/**
+ * `TOOL_LEDGER_MCP_UPSTREAMS`, the MCP gateway's upstreams: the handlers read it from the environment
+ * themselves (functions/mcp/gateway.ts); it is parsed here only so that a malformed entry stops local
+ * mode at start, naming the entry.
+ */
+function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
+  try {
+    parseUpstreams(env[MCP_UPSTREAMS_VARIABLE]);
+  } catch (error) {
+    if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
+    throw error;
+  }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
