@@ -97,7 +97,9 @@ describe('an upstream tool as a ledger tool', () => {
   it('a call whose answer never comes is uncertain when the deadline aborts it', async () => {
     const hang = (await toolsOf(spec())).get('up.hang') as AnyTool;
     const abort = new AbortController();
-    const pending = hang.execute({ label: 'a' }, toolContext({ signal: abort.signal })).catch((e: unknown) => e);
+    const pending = hang
+      .execute({ label: 'a' }, toolContext({ signal: abort.signal }))
+      .catch((e: unknown) => e);
     await upstream.waitForCall('hang');
     abort.abort(new DOMException('deadline', 'TimeoutError'));
     const error = await pending;
