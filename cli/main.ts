@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { type Command, flag, type OptionsConfig, type OptionValues, outputOf, stringOption } from './command';
 import { approveCommand, rejectCommand } from './commands/decide';
 import { listCommand } from './commands/list';
+import { mcpCommand } from './commands/mcp';
 import { reconcileCommand } from './commands/reconcile';
 import { resolveCommand } from './commands/resolve';
 import { showCommand } from './commands/show';
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   rejectCommand,
   reconcileCommand,
   toolsCommand,
+  mcpCommand,
 ];
 
 /** Options every command accepts, before or after its name. */
@@ -105,6 +107,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       },
       args,
       values,
+      connection,
       json: flag(values, 'json'),
       out: output,
       confirm: io.confirm,
