@@ -89,6 +89,30 @@ describe('POST /mcp through the API handler', () => {
     expect(((await response.json()) as { code: string }).code).toBe('unauthenticated');
   });
 
+  it('runs a read tool called without an operation ID, under an ID of its own', async () => {
+    const reader = new ScriptedTool('test.read', { effect: 'read' });
+    const readApi = await testApi(db.client, [reader.tool]);
+    const readClient = await mcpClient('http://api.invalid/mcp', 'agent-a', handlerFetch(readApi.handler));
+    try {
+      const result = await callWithId(readClient, 'test.read', { target: 'a' });
+      expect(result.isError).toBe(false);
+      expect(body(result)).toMatchObject({ state: 'succeeded', tool: 'test.read' });
+      expect(String(body(result).operation_id)).toMatch(/^mcp-read:/);
+      expect(reader.starts).toHaveLength(1);
+    } finally {
+      await readClient.close();
+    }
+  });
+
+  it('answers GET /mcp 405: the endpoint is stateless and opens no event stream', async () => {
+    const response = await handlerFetch(api.handler)('http://api.invalid/mcp', {
+      method: 'GET',
+      headers: { authorization: 'Bearer agent-a', accept: 'text/event-stream' },
+    });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('POST');
+  });
+
   it('reserves an approval tool as awaiting_approval and runs nothing', async () => {
     const result = await callWithId(client, 'test.approved', { target: 'a' }, 'mcp-h-3');
     expect(result.isError).toBe(false);
