@@ -1,4 +1,5 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { MAX_ARGUMENTS_DEPTH } from '../domain/digest';
 import type { ApiResponse } from '../http/responses';
 import type { RouteContext } from '../http/routes';
 import { createFrontDoor } from './front-door';
@@ -27,7 +28,10 @@ const FORWARDED_HEADERS = [
  */
 export async function handleMcp({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
   request.query([]);
-  const body = request.jsonBody();
+  // JSON-RPC nests the arguments deeper than POST /v1/operations does (`params.arguments`); the body
+  // limit leaves room for that, so the engine's own 32-level check on the arguments is the one that
+  // answers (a tool result naming the field), while a hostile body is still refused before parsing.
+  const body = request.jsonBody(MAX_ARGUMENTS_DEPTH + 8);
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     for (const value of request.headerValues(name)) headers.append(name, value);

@@ -113,6 +113,24 @@ describe('POST /mcp through the API handler', () => {
     expect(response.headers.get('allow')).toBe('POST');
   });
 
+  it('accepts and refuses argument depths exactly as POST /v1/operations does', async () => {
+    const nested = (levels: number): unknown => (levels === 0 ? 'x' : [nested(levels - 1)]);
+    for (const levels of [30, 31, 32, 33]) {
+      const args = { target: 'a', value: nested(levels) };
+      const http = await api.call({
+        method: 'POST',
+        path: '/v1/operations',
+        key: `depth-http-${levels}`,
+        body: { tool: 'test.effect', arguments: args },
+      });
+      const mcp = await callWithId(client, 'test.effect', args, `depth-mcp-${levels}`);
+      expect([levels, mcp.isError ? 'refused' : 'ran']).toEqual([
+        levels,
+        http.status === 201 ? 'ran' : 'refused',
+      ]);
+    }
+  });
+
   it('reserves an approval tool as awaiting_approval and runs nothing', async () => {
     const result = await callWithId(client, 'test.approved', { target: 'a' }, 'mcp-h-3');
     expect(result.isError).toBe(false);
