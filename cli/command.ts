@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { InvalidOperationIdError } from '../client/errors';
 import { assertOperationId } from '../client/operation-id';
+import type { Connection } from './connection';
 import { jsonText } from './format';
 import type { OperatorApi } from './operator-api';
 import { UsageError } from './usage-error';
@@ -25,6 +26,8 @@ export interface Output {
 export interface CommandContext {
   /** The API, connected on first use, so that usage errors are found before anything is sent. */
   api(): Promise<OperatorApi>;
+  /** Where the API is and how to sign for it (for commands that speak another protocol to it). */
+  connection: Connection;
   /** Positional arguments after the command name. */
   args: string[];
   values: OptionValues;

@@ -3,6 +3,7 @@ import { type Command, flag, type OptionsConfig, type OptionValues, outputOf, st
 import { consoleCommand } from './commands/console';
 import { approveCommand, rejectCommand } from './commands/decide';
 import { listCommand } from './commands/list';
+import { mcpCommand } from './commands/mcp';
 import { reconcileCommand } from './commands/reconcile';
 import { resolveCommand } from './commands/resolve';
 import { showCommand } from './commands/show';
@@ -24,6 +25,7 @@ export const COMMANDS: readonly Command[] = [
   reconcileCommand,
   toolsCommand,
   consoleCommand,
+  mcpCommand,
 ];
 
 /** Options every command accepts, before or after its name. */
@@ -107,6 +109,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       },
       args,
       values,
+      connection,
       json: flag(values, 'json'),
       out: output,
       confirm: io.confirm,

@@ -1,6 +1,6 @@
 /**
  * The agent-side client of tool-ledger: the HTTP client, the queue sender, stable operation IDs, and
- * adapters between model tool calls and the ledger.
+ * adapters between model tool calls and the ledger, and an MCP client helper.
  */
 
 export type {
@@ -56,6 +56,10 @@ export {
   UnexpectedResponseError,
   WaitTimeoutError,
 } from './errors';
+export type { McpToolCall, ToolLedgerMcpClientOptions } from './mcp';
+export { MCP_META_AGENT_RUN_ID, MCP_META_OPERATION_ID, MCP_META_REPLAYED, ToolLedgerMcpClient } from './mcp';
+export type { McpFetch } from './mcp-fetch';
+export { signingFetch } from './mcp-fetch';
 export type { OperationPosition } from './operation-id';
 export { assertOperationId, formatIdempotencyKey, operationIdFor } from './operation-id';
 export type { RequestSigner, SignableRequest } from './signer';

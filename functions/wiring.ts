@@ -5,6 +5,7 @@ import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { QUEUE_SENDERS_VARIABLE, SenderBinding } from './engine/sender-binding';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { withUpstreams } from './mcp/gateway';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
 
@@ -22,6 +23,12 @@ export interface Runtime {
    */
   queueSenders: SenderBinding | undefined;
   toolEnv: ToolEnvironment;
+  /**
+   * Puts the current tools in `deps.tools`: the deployment's, plus the tools of the upstream MCP servers
+   * listed so far (`TOOL_LEDGER_MCP_UPSTREAMS`). Handlers await it at the start of every invocation;
+   * without upstreams it does nothing.
+   */
+  refreshTools(): Promise<void>;
 }
 
 /**
@@ -39,6 +46,7 @@ export interface Runtime {
  *
  * The reserved endpoints of the tools are that list plus the ledger's own DynamoDB and SQS endpoints
  * when they are set (local mode) and the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when it is.
+ * | `TOOL_LEDGER_MCP_UPSTREAMS` | upstream MCP servers whose tools the gateway serves (functions/mcp/upstreams.ts) |
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
@@ -78,12 +86,15 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     config,
     queue,
   });
-  return {
+  const runtime: Runtime = {
     deps,
     queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)),
     queueSenders: local ? undefined : SenderBinding.parse(env[QUEUE_SENDERS_VARIABLE]),
     toolEnv,
+    refreshTools: async () => {},
   };
+  runtime.refreshTools = withUpstreams(runtime, env);
+  return runtime;
 }
 
 /** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */

@@ -1,5 +1,6 @@
 import { Stack } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { MCP_UPSTREAMS_VARIABLE } from '../functions/mcp/upstreams';
 import { COMMIT_RESERVE, type LedgerSettings, ToolLedgerConfigError } from './settings';
 import { splitTenants, TENANTS_FILE, TENANTS_FILE_PATH } from './tenant-bindings';
 
@@ -38,6 +39,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     TOOL_LEDGER_WORKSPACE_DIR: settings.workspaceDir,
     TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow.join(','),
     TOOL_LEDGER_WEBHOOK_IDEMPOTENT: settings.webhookIdempotentOrigins.join(','),
+    [MCP_UPSTREAMS_VARIABLE]: settings.mcpUpstreams,
     POWERTOOLS_SERVICE_NAME: settings.serviceName,
     POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
     // Bundles ship with source maps; without this flag stack traces point into minified code.

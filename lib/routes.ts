@@ -76,6 +76,8 @@ export const LEDGER_ROUTES: readonly LedgerRoute[] = [
   // No body model: the handler takes no body (or `{}`), and a pass has no options to validate yet.
   { method: 'POST', path: '/v1/reconciliations', roles: ['operator'] },
   { method: 'GET', path: '/v1/tools', roles: ['agent', 'approver', 'operator'] },
+  // The MCP front door (JSON-RPC bodies, checked by the handler): any role lists tools, `agent` calls them.
+  { method: 'POST', path: '/mcp', roles: ['agent', 'approver', 'operator'] },
 ];
 
 /**

@@ -1,5 +1,6 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
 import { resolveConcurrency } from './concurrency';
 import { LAMBDA_WORKSPACE_DIR } from './environment';
@@ -89,6 +90,8 @@ export interface LedgerSettings {
   reconcilerTimeout: Duration;
   webhookAllow: string[];
   webhookIdempotentOrigins: string[];
+  /** `TOOL_LEDGER_MCP_UPSTREAMS` as the handlers read it ('' for none). */
+  mcpUpstreams: string;
   environment: Record<string, string>;
   memorySize: number;
   removalPolicy: RemovalPolicy;
@@ -186,6 +189,7 @@ export function resolveSettings(
     reconcilerTimeout: Duration.seconds(Math.min(reconcileInterval.toSeconds(), 900)),
     webhookAllow,
     webhookIdempotentOrigins,
+    mcpUpstreams: resolveMcpUpstreams(props, problems),
     environment: { ...props.environment },
     memorySize: props.memorySize ?? 512,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
@@ -236,6 +240,34 @@ export function resolveSettings(
   }
   if (problems.length > 0) throw new ToolLedgerConfigError(problems);
   return settings;
+}
+
+/** The gateway's upstreams in the handlers' format; https only, since they are called from Lambda over the internet. */
+function resolveMcpUpstreams(props: ToolLedgerProps, problems: string[]): string {
+  const upstreams = props.mcpUpstreams ?? [];
+  for (const upstream of upstreams) {
+    if (Token.isUnresolved(upstream.url)) {
+      problems.push(`mcpUpstreams "${upstream.name}" must name its URL as a literal string, not a token.`);
+      return '';
+    }
+    if (!upstream.url.startsWith('https://')) {
+      problems.push(`mcpUpstreams "${upstream.name}" must use an https:// URL.`);
+    }
+  }
+  try {
+    return formatUpstreams(
+      upstreams.map((u) => ({
+        name: u.name,
+        url: u.url,
+        trusted: u.trusted ?? false,
+        ...(u.timeout === undefined ? {} : { timeoutMs: u.timeout.toMilliseconds() }),
+      })),
+    );
+  } catch (error) {
+    if (!(error instanceof UpstreamSettingError)) throw error;
+    problems.push(`mcpUpstreams: ${error.message.replace(/^TOOL_LEDGER_MCP_UPSTREAMS /, '')}.`);
+    return '';
+  }
 }
 
 function resolveTenants(

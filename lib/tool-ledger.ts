@@ -37,6 +37,23 @@ export interface TenantPrincipals {
   readonly operators?: readonly string[];
 }
 
+/** One upstream MCP server of the gateway. */
+export interface McpUpstreamProps {
+  /** Prefix of its tools' names: `[a-z][a-z0-9_-]{0,31}`, no dots. */
+  readonly name: string;
+  /** Its Streamable HTTP endpoint (https). */
+  readonly url: string;
+  /**
+   * Let its tool annotations drive policy: `readOnlyHint` → read path, `destructiveHint: true` →
+   * approval, `idempotentHint` → an uncertain call is retried with the same key. Untrusted tools are
+   * plain write tools whose uncertain calls go to an operator.
+   * @default false
+   */
+  readonly trusted?: boolean;
+  /** Hard deadline of one call. @default Duration.seconds(10) */
+  readonly timeout?: Duration;
+}
+
 /**
  * Everything a deployment can change. With no props at all, the construct is a complete, secure
  * deployment of the shipped tools for no tenants; bind tenants to IAM principals to let anyone in.
@@ -154,6 +171,12 @@ export interface ToolLedgerProps {
    * @default none
    */
   readonly webhookIdempotentOrigins?: readonly string[];
+  /**
+   * Upstream MCP servers the MCP gateway serves through the ledger, each tool as `<name>.<tool>`
+   * (`TOOL_LEDGER_MCP_UPSTREAMS`). URLs must be https; they come from here only, never from a caller.
+   * @default none
+   */
+  readonly mcpUpstreams?: readonly McpUpstreamProps[];
   /**
    * Extra environment variables for every handler, for a custom tools module's own settings. Names the
    * construct sets are refused.

@@ -72,6 +72,21 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   sanitizeResult?(result: unknown, args: z.output<S>): unknown;
   /** A coarse label of the target for logs (`filesystem`, `http`). @default the name's first segment */
   targetClass?: string;
+  /**
+   * Hints published to MCP clients in `tools/list`, over the ones derived from the tool (`readOnlyHint`
+   * for reads, `destructiveHint` for tools that need approval). They inform clients only: the ledger's
+   * policy follows `effect` and `requiresApproval`. @default derived
+   */
+  annotations?: ToolAnnotations;
+}
+
+/** MCP tool annotations (hints for clients; never trusted for policy unless the deployment says so). */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
 }
 
 /** A tool of any schema, as the registry holds it. */

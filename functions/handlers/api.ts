@@ -10,6 +10,7 @@ import { buildRuntime } from '../wiring';
 export { type ApiHandler, createApiHandler } from '../http/api-handler';
 
 let built: ApiHandler | undefined;
+let refreshTools: () => Promise<void> = async () => {};
 
 /**
  * The API Lambda (API Gateway REST proxy integration, SPEC §5). The runtime (DynamoDB client, tools,
@@ -25,11 +26,15 @@ let built: ApiHandler | undefined;
 export async function handler(event: APIGatewayProxyEvent, context: Context): Promise<APIGatewayProxyResult> {
   if (!built) {
     try {
-      built = createApiHandler(buildRuntime(tools), authenticatorFromEnv());
+      const runtime = buildRuntime(tools);
+      built = createApiHandler(runtime, authenticatorFromEnv());
+      refreshTools = runtime.refreshTools;
     } catch (error) {
       logger.error('api configuration failed', { code: 'internal_error', error_class: errorClass(error) });
       return problemResponse(error, context?.awsRequestId ?? 'unknown');
     }
   }
+  // The gateway's upstream tools: listed at the first invocation, relisted while one is missing.
+  await refreshTools();
   return built(event, context);
 }

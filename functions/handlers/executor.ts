@@ -43,6 +43,7 @@ export function createExecutorHandler(
   let built: Runtime | undefined;
   return async (event, context) => {
     built ??= runtime();
+    await built.refreshTools();
     const { deps, queueTenants, queueSenders } = built;
     logger.addContext(context);
     // Records whose failure is worth retrying soon; a message that can never run keeps the queue's

@@ -32,6 +32,7 @@ export function createReconcilerHandler(
   let nextShard = 0;
   return async (_event, context) => {
     built ??= runtime();
+    await built.refreshTools();
     const { deps } = built;
     logger.addContext(context);
     const started = Date.now();

@@ -89,11 +89,11 @@ export class HttpRequest {
   /**
    * The body as I-JSON, after the checks of SPEC §5 in order: media type (415), size (413), UTF-8
    * (400), then syntax, duplicate keys, depth and prototype keys (400). Hostile input is refused
-   * before `JSON.parse` sees it.
+   * before `JSON.parse` sees it. `maxDepth` is for envelopes that nest the arguments deeper (MCP).
    */
-  jsonBody(): unknown {
+  jsonBody(maxDepth: number = MAX_BODY_DEPTH): unknown {
     assertJsonMediaType(this.headerValues('content-type'));
-    return parseIJson(this.bodyText(), { maxDepth: MAX_BODY_DEPTH, maxBytes: MAX_BODY_BYTES });
+    return parseIJson(this.bodyText(), { maxDepth, maxBytes: MAX_BODY_BYTES });
   }
 
   private bodyText(): string {

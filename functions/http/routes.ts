@@ -14,6 +14,7 @@ import { getOperation, listUnresolved } from '../engine/read-operations';
 import { reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { type SubmitResult, submitOperation } from '../engine/submit-operation';
+import { handleMcp } from '../mcp/mcp-route';
 import { logger } from '../observability/logger';
 import type { ToolDescription } from '../tools/registry';
 import type { Identity, Role } from './auth';
@@ -48,7 +49,7 @@ const ANY_ROLE: readonly Role[] = ['agent', 'approver', 'operator'];
  * The HTTP API (SPEC §5), one entry per route. Reading an operation and listing tools is open to every
  * role of the tenant, because approvers and operators must see what they decide on; submitting needs
  * `agent`, approving `approver`, resolving, listing the reconciliation queue and running a
- * reconciliation pass `operator`.
+ * reconciliation pass `operator`. `POST /mcp` is the MCP front door (functions/mcp/).
  */
 export const ROUTES: readonly Route[] = [
   {
@@ -88,6 +89,8 @@ export const ROUTES: readonly Route[] = [
     handle: reconcileNow,
   },
   { name: 'GET /v1/tools', method: 'GET', pattern: '/v1/tools', roles: ANY_ROLE, handle: tools },
+  // The MCP front door: any role may list tools; tools/call itself checks for `agent`.
+  { name: 'POST /mcp', method: 'POST', pattern: '/mcp', roles: ANY_ROLE, handle: handleMcp },
 ];
 
 /** `POST /v1/operations`: run (or replay, or report) one tool call. */

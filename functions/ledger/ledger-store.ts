@@ -314,7 +314,11 @@ export class LedgerStore {
       FilterExpression: 'attention_at <= :due',
       ExpressionAttributeValues: { ':tenant': tenant, ':due': dueBy },
       Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, { unresolved_tenant: tenant }, 'unresolved_at', `${tenant}#`),
+      ExclusiveStartKey: decodeCursor(cursor, {
+        partition: { attribute: 'unresolved_tenant', value: tenant },
+        sortAttribute: 'unresolved_at',
+        tenant,
+      }),
     });
   }
 

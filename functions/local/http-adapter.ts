@@ -35,6 +35,7 @@ const RESOURCES = [
   '/v1/operations/{id}/resolution',
   '/v1/reconciliations',
   '/v1/tools',
+  '/mcp',
 ] as const;
 
 /**

@@ -3,6 +3,7 @@ import { loadConfig } from '../config';
 import { ROLES } from '../http/auth';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
 import { TENANT_PATTERN } from '../ledger/keys';
+import { MCP_UPSTREAMS_VARIABLE, parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
 
 /**
  * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
@@ -119,6 +120,7 @@ export function loadLocalSettings(
   if (logFormat !== 'json' && logFormat !== 'pretty') {
     throw new LocalSettingsError(`TOOL_LEDGER_LOG_FORMAT=${logFormat}: must be json or pretty`);
   }
+  checkMcpUpstreams(env);
   const dataDir = resolve(nonEmpty(env.TOOL_LEDGER_DATA_DIR) ?? '.data');
   const tokensSpec = nonEmpty(env.TOOL_LEDGER_TOKENS) ?? DEFAULT_TOKENS;
   const tokens = parseTokens(tokensSpec);
@@ -177,6 +179,20 @@ export function parseTokens(spec: string): LocalToken[] {
   });
   if (tokens.length === 0) throw new LocalSettingsError('TOOL_LEDGER_TOKENS names no token');
   return tokens;
+}
+
+/**
+ * `TOOL_LEDGER_MCP_UPSTREAMS`, the MCP gateway's upstreams: the handlers read it from the environment
+ * themselves (functions/mcp/gateway.ts); it is parsed here only so that a malformed entry stops local
+ * mode at start, naming the entry.
+ */
+function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
+  try {
+    parseUpstreams(env[MCP_UPSTREAMS_VARIABLE]);
+  } catch (error) {
+    if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
+    throw error;
+  }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

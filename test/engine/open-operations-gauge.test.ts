@@ -33,6 +33,7 @@ describe('open operations gauge', () => {
       deps: ledger.deps,
       queueTenants: new Set(['acme']),
       queueSenders: undefined,
+      refreshTools: async () => {},
       toolEnv: { workspaceRoot: '/tmp/unused', webhookAllow: [], webhookIdempotentOrigins: [], local: true },
     }));
     // Two passes long after the move: a transition count would read 0 here, the gauge still reads 1.

@@ -1,0 +1,127 @@
+import { errorClass } from '../domain/errors';
+import type { AnyTool } from '../domain/tool';
+import { logger } from '../observability/logger';
+import { ToolRegistry } from '../tools/registry';
+import type { Runtime } from '../wiring';
+import { listUpstreamTools } from './upstream-client';
+import { upstreamTool } from './upstream-tool';
+import { MCP_UPSTREAMS_VARIABLE, type McpUpstream, parseUpstreams } from './upstreams';
+
+/** How long listing one upstream may take at a cold start or a refresh, ms. */
+export const LIST_TIMEOUT_MS = 5_000;
+
+/** How long after a failed listing an upstream is asked again, ms. */
+export const RELIST_AFTER_MS = 30_000;
+
+/**
+ * The gateway's view of its upstreams: their tools, listed once per process (a Lambda cold start, or
+ * local mode's first request), merged into the deployment's registry. An upstream that cannot be
+ * listed is logged by name and asked again on a later invocation, at most every
+ * {@link RELIST_AFTER_MS}; until then its tools are unknown, which refuses calls (`tool_unknown`, no
+ * record) and leaves queued operations waiting for the reconciler's next enqueue rather than lost.
+ * Listings are never refreshed once they succeeded: a tool's schema is part of its digest's
+ * normalization, so it changes with a deployment, not under a running one.
+ *
+ * @example
+ * ```ts
+ * const gateway = new UpstreamGateway(parseUpstreams(env.TOOL_LEDGER_MCP_UPSTREAMS), baseTools);
+ * deps.tools = await gateway.registry();
+ * ```
+ */
+export class UpstreamGateway {
+  private readonly listed = new Map<string, AnyTool[]>();
+  private readonly failedAt = new Map<string, number>();
+  private current: ToolRegistry;
+  private pending: Promise<ToolRegistry> | undefined;
+
+  constructor(
+    readonly upstreams: readonly McpUpstream[],
+    private readonly base: readonly AnyTool[],
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.current = new ToolRegistry(base);
+  }
+
+  /** The registry with every upstream listed so far; lists those that are due first. */
+  async registry(): Promise<ToolRegistry> {
+    const now = this.clock();
+    const due = this.upstreams.filter(
+      (u) => !this.listed.has(u.name) && now - (this.failedAt.get(u.name) ?? -Infinity) >= RELIST_AFTER_MS,
+    );
+    if (due.length === 0) return this.current;
+    // Concurrent invocations (local mode) share one listing.
+    this.pending ??= this.list(due).finally(() => {
+      this.pending = undefined;
+    });
+    return this.pending;
+  }
+
+  private async list(due: readonly McpUpstream[]): Promise<ToolRegistry> {
+    await Promise.all(
+      due.map(async (upstream) => {
+        try {
+          const tools = await listUpstreamTools(upstream, LIST_TIMEOUT_MS);
+          const served: AnyTool[] = [];
+          for (const listed of tools) {
+            try {
+              const tool = upstreamTool(upstream, listed);
+              if (tool) served.push(tool);
+              else
+                logger.warn('upstream tool not served', {
+                  upstream: upstream.name,
+                  code: 'tool_name_invalid',
+                });
+            } catch (error) {
+              logger.warn('upstream tool not served', {
+                upstream: upstream.name,
+                code: 'input_schema_unusable',
+                error_class: errorClass(error),
+              });
+            }
+          }
+          this.listed.set(upstream.name, served);
+          this.failedAt.delete(upstream.name);
+          logger.info('upstream listed', { upstream: upstream.name, tools: served.length });
+        } catch (error) {
+          this.failedAt.set(upstream.name, this.clock());
+          logger.error('upstream listing failed', {
+            upstream: upstream.name,
+            code: 'mcp_upstream_unavailable',
+            error_class: errorClass(error),
+          });
+        }
+      }),
+    );
+    const tools = [...this.base];
+    for (const upstream of this.upstreams) tools.push(...(this.listed.get(upstream.name) ?? []));
+    try {
+      this.current = new ToolRegistry(tools);
+    } catch (error) {
+      // A deployment tool already named `<upstream>.<tool>`: keep serving what was served before.
+      logger.error('upstream tools clash with deployment tools', { error_class: errorClass(error) });
+    }
+    return this.current;
+  }
+}
+
+/**
+ * Adds the gateway to a runtime when the deployment names upstreams (`TOOL_LEDGER_MCP_UPSTREAMS`):
+ * returns a function each handler awaits at the start of an invocation, which puts the current
+ * registry (deployment tools plus upstream tools) in the runtime's deps. Without upstreams it does
+ * nothing.
+ *
+ * @example
+ * ```ts
+ * const runtime = buildRuntime(tools);
+ * const refresh = withUpstreams(runtime);
+ * await refresh(); // before handling an event
+ * ```
+ */
+export function withUpstreams(runtime: Runtime, env: NodeJS.ProcessEnv = process.env): () => Promise<void> {
+  const upstreams = parseUpstreams(env[MCP_UPSTREAMS_VARIABLE]);
+  if (upstreams.length === 0) return async () => {};
+  const gateway = new UpstreamGateway(upstreams, runtime.deps.tools.list());
+  return async () => {
+    runtime.deps.tools = await gateway.registry();
+  };
+}
