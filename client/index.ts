@@ -56,10 +56,6 @@ export {
   UnexpectedResponseError,
   WaitTimeoutError,
 } from './errors';
-export type { McpToolCall, ToolLedgerMcpClientOptions } from './mcp';
-export { MCP_META_AGENT_RUN_ID, MCP_META_OPERATION_ID, MCP_META_REPLAYED, ToolLedgerMcpClient } from './mcp';
-export type { McpFetch } from './mcp-fetch';
-export { signingFetch } from './mcp-fetch';
 export type { OperationPosition } from './operation-id';
 export { assertOperationId, formatIdempotencyKey, operationIdFor } from './operation-id';
 export type { RequestSigner, SignableRequest } from './signer';

@@ -2,11 +2,11 @@ import { defineConfig } from 'tsup';
 
 /**
  * The published build of `@tool-ledger/client`: ESM with bundled declarations, one entry per import
- * path. The main entry needs nothing but Node; `./sigv4` and `./sqs` are separate so that the AWS SDK
- * (optional peer dependencies) is loaded only by those who sign with IAM or send to the queue.
+ * path. The main entry needs nothing but Node; `./sigv4`, `./sqs` and `./mcp` are separate so that the AWS
+ * SDK and the MCP SDK (optional peer dependencies) are loaded only by those who use them.
  */
 export default defineConfig({
-  entry: { index: 'index.ts', sigv4: 'sigv4.ts', sqs: 'sqs-sender.ts' },
+  entry: { index: 'index.ts', sigv4: 'sigv4.ts', sqs: 'sqs-sender.ts', mcp: 'mcp-entry.ts' },
   format: ['esm'],
   target: 'node20',
   platform: 'node',
