@@ -1,0 +1,148 @@
+/**
+ * The files of the scratch consumer project: what a team writes after `npm install tool-ledger
+ * @tool-ledger/client`, and nothing more. Relative imports carry `.js`, as NodeNext requires; every value
+ * handed to an adapter is typed with the model SDK's own type, and there is no cast anywhere.
+ */
+
+/** A team's tools module, importing only the tool author's entry. */
+export const TOOLS_MODULE = `import { appendFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { defineTool, TerminalToolError, type ToolFactory } from 'tool-ledger/tool';
+import * as z from 'zod';
+
+const tools: ToolFactory = (env) => [
+  defineTool({
+    name: 'consumer.note',
+    description: 'Appends a note to a log (pack-check consumer tool, marker 5d1e77)',
+    effect: 'write',
+    schema: z.object({ note: z.string().min(1) }),
+    async execute(args, ctx) {
+      if (args.note === 'refuse') throw new TerminalToolError('refused', 'refused by the consumer tool');
+      const log = path.join(env.workspaceRoot, 'consumer-notes.log');
+      await mkdir(path.dirname(log), { recursive: true });
+      await appendFile(log, ctx.operationId + '\\n');
+      return { noted: true, attempt: ctx.attempt };
+    },
+  }),
+];
+
+export default tools;
+`;
+
+/** Agent code against the client and all three adapters, typed with the real SDK types. */
+export const AGENT_MODULE = `import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
+import {
+  bearerToken,
+  type CallOutcome,
+  operationIdFor,
+  runAnthropicToolUses,
+  runChatCompletionToolCalls,
+  runResponsesFunctionCalls,
+  toAnthropicTools,
+  toChatCompletionTools,
+  ToolLedgerClient,
+  ToolNameMap,
+  toResponsesTools,
+} from '@tool-ledger/client';
+import { ToolLedgerMcpClient } from '@tool-ledger/client/mcp';
+import { sigv4Signer } from '@tool-ledger/client/sigv4';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+
+export async function chatTurn(ledger: ToolLedgerClient, completion: OpenAI.Chat.Completions.ChatCompletion) {
+  const tools = await ledger.tools();
+  const names = ToolNameMap.fromTools(tools);
+  const request: OpenAI.Chat.Completions.ChatCompletionTool[] = toChatCompletionTools(tools, names);
+  const { messages } = await runChatCompletionToolCalls(ledger, completion, { agentRunId: 'run-1', step: 1, names });
+  const next: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [completion.choices[0]!.message, ...messages];
+  return { request, next };
+}
+
+export async function responsesTurn(ledger: ToolLedgerClient, response: OpenAI.Responses.Response) {
+  const tools = await ledger.tools();
+  const request: OpenAI.Responses.Tool[] = toResponsesTools(tools);
+  const { items } = await runResponsesFunctionCalls(ledger, response, { agentRunId: 'run-1', step: 2 });
+  const input: OpenAI.Responses.ResponseInputItem[] = items;
+  return { request, input };
+}
+
+export async function anthropicTurn(ledger: ToolLedgerClient, message: Anthropic.Messages.Message) {
+  const tools = await ledger.tools();
+  const request: Anthropic.Messages.Tool[] = toAnthropicTools(tools);
+  const { message: results } = await runAnthropicToolUses(ledger, message, { agentRunId: 'run-1', step: 3 });
+  const next: Anthropic.Messages.MessageParam[] = [{ role: 'assistant', content: message.content }, results];
+  return { request, next };
+}
+
+export async function mcpCall(client: Client) {
+  const ledger = new ToolLedgerMcpClient(client);
+  return ledger.callTool({ name: 'consumer.note', arguments: { note: 'via MCP' }, position: { agentRunId: 'run-1', step: 4, callIndex: 0 } });
+}
+
+export function signedClient(endpoint: string): ToolLedgerClient {
+  return new ToolLedgerClient({ endpoint, signer: sigv4Signer({ region: 'eu-west-1' }) });
+}
+
+/** Calls the consumer's own tool twice with one operation ID: the second answer must be the replay. */
+export async function callTwice(endpoint: string): Promise<[CallOutcome, CallOutcome]> {
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+  const operationId = operationIdFor({ agentRunId: 'pack-check', step: 1, callIndex: 0 });
+  const input = { operationId, tool: 'consumer.note', arguments: { note: 'hello from a consumer' } };
+  const first = await ledger.call(input);
+  const second = await ledger.call(input);
+  return [first, second];
+}
+`;
+
+/** Runs the agent against local mode and prints what it saw, as JSON, for the checker to read. */
+export const RUN_AGENT_MODULE = `import { callTwice } from './agent.js';
+
+const [first, second] = await callTwice(process.argv[2]!);
+console.log(JSON.stringify({
+  first: { state: first.operation.state, replayed: first.replayed, result: first.operation.result },
+  second: { state: second.operation.state, replayed: second.replayed, result: second.operation.result },
+}));
+`;
+
+/** A CDK app in the consumer's project that deploys tool-ledger with the consumer's own tools. */
+export const APP_MODULE = `import path from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { readToolManifest, LAMBDA_WORKSPACE_DIR, ToolLedger } from 'tool-ledger';
+
+const app = new App({ outdir: 'cdk.out' });
+const stack = new Stack(app, 'ConsumerLedger', { env: { account: '111111111111', region: 'eu-west-1' } });
+const toolsModule = path.resolve('tools/index.ts');
+const manifest = await readToolManifest(toolsModule, { workspaceRoot: LAMBDA_WORKSPACE_DIR, webhookAllow: [], local: false });
+new ToolLedger(stack, 'Ledger', {
+  tenants: { acme: { agents: ['arn:aws:iam::111111111111:role/acme-agent'] } },
+  toolsModule,
+  toolRetentions: manifest.retentions,
+  toolTimeouts: manifest.timeouts,
+});
+app.synth();
+console.log(JSON.stringify({ tools: manifest.names }));
+`;
+
+/** Compiler options every consumer configuration shares: strict, no lib beyond ES2022. */
+const STRICT = {
+  strict: true,
+  noEmit: true,
+  target: 'ES2022',
+  lib: ['ES2022'],
+  types: ['node'],
+  skipLibCheck: true,
+  noUncheckedIndexedAccess: true,
+  exactOptionalPropertyTypes: true,
+};
+
+/** tsconfig for Node's own ESM resolution. */
+export const TSCONFIG_NODENEXT = {
+  compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
+  files: ['tools/index.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+};
+
+/** tsconfig for bundlers (esbuild, Vite, webpack). */
+export const TSCONFIG_BUNDLER = {
+  compilerOptions: { ...STRICT, module: 'ESNext', moduleResolution: 'bundler' },
+  files: ['tools/index.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+};

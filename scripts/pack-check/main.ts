@@ -1,0 +1,228 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { READY_LINE } from '../local-stack';
+import {
+  AGENT_MODULE,
+  APP_MODULE,
+  RUN_AGENT_MODULE,
+  TOOLS_MODULE,
+  TSCONFIG_BUNDLER,
+  TSCONFIG_NODENEXT,
+} from './consumer-files';
+
+/**
+ * `npm run pack-check`: the packages as a user receives them. Builds and packs `tool-ledger` and
+ * `@tool-ledger/client`, installs the tarballs into scratch projects outside the repository, and there:
+ * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
+ * the three adapters with the real SDK types, and a custom tool; synthesizes a stack with that tool
+ * (real esbuild bundling); runs the client against local mode started with that tool
+ * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); and checks that a token-only client install
+ * pulls in neither aws-cdk-lib nor the AWS SDK. Exits 1 on the first check that fails.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const rootPackage = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+/** The versions this repository is tested with, so the scratch installs resolve from npm's cache. */
+const pinned = { ...rootPackage.dependencies, ...rootPackage.devDependencies };
+
+function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+    });
+    child.once('exit', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(new Error(`${cmd} ${args.join(' ')} (in ${cwd}) exited ${code}:\n${out}`)),
+    );
+  });
+}
+
+function step(name: string): void {
+  process.stdout.write(`pack-check: ${name}\n`);
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new Error(`pack-check failed: ${message}`);
+  process.stdout.write(`  ok  ${message}\n`);
+}
+
+const INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+
+/** Starts `npx tool-ledger start` in the consumer and resolves with the API URL once it is ready. */
+function startLocalMode(cwd: string, dataDir: string): Promise<{ api: string; child: ChildProcess }> {
+  const child = spawn('npx', ['tool-ledger', 'start'], {
+    cwd,
+    env: {
+      ...process.env,
+      PORT: '0',
+      TOOL_LEDGER_DATA_DIR: dataDir,
+      TOOL_LEDGER_TOOLS_MODULE: 'tools/index.ts',
+      TOOL_LEDGER_LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+    });
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      for (const line of out.split('\n')) {
+        const match = READY_LINE.exec(line);
+        if (match) resolve({ api: match[1] as string, child });
+      }
+    });
+    child.once('exit', (code) =>
+      reject(new Error(`local mode exited (${code}) before it was ready:\n${out}`)),
+    );
+  });
+}
+
+async function main(): Promise<void> {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'tool-ledger-pack-check-'));
+  let local: ChildProcess | undefined;
+  try {
+    step('build and pack both packages');
+    await run('npm', ['run', 'build'], ROOT);
+    await run('npm', ['pack', '--pack-destination', scratch, '--loglevel=error'], ROOT);
+    await run(
+      'npm',
+      ['pack', '-w', '@tool-ledger/client', '--pack-destination', scratch, '--loglevel=error'],
+      ROOT,
+    );
+    const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
+    const ledgerTgz = tarballs.find((f) => f.startsWith('tool-ledger-0'));
+    const clientTgz = tarballs.find((f) => f.startsWith('tool-ledger-client-'));
+    check(ledgerTgz !== undefined && clientTgz !== undefined, `two tarballs packed (${tarballs.join(', ')})`);
+
+    step('token-only client install: no aws-cdk-lib, no AWS SDK');
+    const tokenOnly = path.join(scratch, 'token-only');
+    await mkdir(tokenOnly);
+    await writeFile(
+      path.join(tokenOnly, 'package.json'),
+      JSON.stringify({ name: 'token-only', private: true, type: 'module', dependencies: {} }),
+    );
+    await run('npm', [...INSTALL, path.join(scratch, clientTgz as string)], tokenOnly);
+    const tree = await run('npm', ['ls', '--omit=dev', '--all', '--parseable'], tokenOnly);
+    check(!/aws-cdk-lib/.test(tree), 'the client depends on no aws-cdk-lib');
+    check(!/@aws-sdk|@smithy/.test(tree), 'a token-only client install has no AWS SDK');
+    await writeFile(
+      path.join(tokenOnly, 'use.mjs'),
+      "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }));\n",
+    );
+    check(
+      (await run('node', ['use.mjs'], tokenOnly)).trim() === 'r:s1:c0',
+      'the client imports and runs with only Node',
+    );
+
+    step('consumer project: install the tarballs with the SDKs, CDK and TypeScript');
+    const consumer = path.join(scratch, 'consumer');
+    await mkdir(path.join(consumer, 'tools'), { recursive: true });
+    const versions = (names: string[]) => Object.fromEntries(names.map((n) => [n, pinned[n] as string]));
+    await writeFile(
+      path.join(consumer, 'package.json'),
+      JSON.stringify(
+        {
+          name: 'consumer',
+          private: true,
+          type: 'module',
+          dependencies: {
+            'tool-ledger': `file:../${ledgerTgz}`,
+            '@tool-ledger/client': `file:../${clientTgz}`,
+            ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
+            ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
+          },
+          devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
+        },
+        null,
+        2,
+      ),
+    );
+    await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
+    await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
+    await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
+    await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
+    await writeFile(
+      path.join(consumer, 'tsconfig.nodenext.json'),
+      JSON.stringify(TSCONFIG_NODENEXT, null, 2),
+    );
+    await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
+    await run('npm', INSTALL, consumer);
+    check(true, 'installed');
+
+    step('type-check the consumer (strict, no casts)');
+    await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer);
+    check(true, 'moduleResolution NodeNext: client, three adapters with SDK types, custom tool, construct');
+    await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer);
+    check(true, 'moduleResolution bundler: the same files');
+
+    step("synthesize a stack with the consumer's own tool (real esbuild bundling)");
+    const synth = await run('npx', ['tsx', 'app.ts'], consumer, { CDK_DISABLE_VERSION_CHECK: '1' });
+    check(synth.includes('"consumer.note"'), "the manifest lists the consumer's tool");
+    const template = JSON.parse(
+      await readFile(path.join(consumer, 'cdk.out', 'ConsumerLedger.template.json'), 'utf8'),
+    );
+    const functions = Object.values(template.Resources as Record<string, { Type: string }>).filter(
+      (r) => r.Type === 'AWS::Lambda::Function',
+    );
+    check(
+      functions.length >= 3,
+      `the template has the handler functions (${functions.length} Lambda functions)`,
+    );
+    const assets = await readdir(path.join(consumer, 'cdk.out'));
+    let bundled = 0;
+    for (const dir of assets.filter((a) => a.startsWith('asset.'))) {
+      const index = await readFile(path.join(consumer, 'cdk.out', dir, 'index.mjs'), 'utf8').catch(() => '');
+      if (index.includes('marker 5d1e77')) bundled += 1;
+    }
+    check(bundled >= 3, `the consumer's tool is bundled into every handler (${bundled} bundles)`);
+
+    step("run the client against local mode started with the consumer's tool");
+    const dataDir = path.join(scratch, 'data');
+    const started = await startLocalMode(consumer, dataDir);
+    local = started.child;
+    const seen = JSON.parse((await run('npx', ['tsx', 'run-agent.ts', started.api], consumer)).trim()) as {
+      first: { state: string; replayed: boolean };
+      second: { state: string; replayed: boolean };
+    };
+    check(seen.first.state === 'succeeded' && !seen.first.replayed, 'the first call ran the consumer tool');
+    check(seen.second.state === 'succeeded' && seen.second.replayed, 'the retry is a replay');
+    const notes = await readFile(path.join(dataDir, 'workspace', 'consumer-notes.log'), 'utf8').catch(
+      async () => {
+        const tenants = await readdir(path.join(dataDir, 'workspace'));
+        return readFile(path.join(dataDir, 'workspace', tenants[0] as string, 'consumer-notes.log'), 'utf8');
+      },
+    );
+    check(notes.trim().split('\n').length === 1, 'one effect for two calls');
+    process.stdout.write('pack-check: all checks passed\n');
+  } finally {
+    if (local?.pid !== undefined) {
+      try {
+        process.kill(-local.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+await main();
