@@ -113,6 +113,8 @@ function misfit(current: Node, line: TraceLine): string | undefined {
   }
   const fresh = current.state === null || isTerminal(current.state);
   for (const name of names) {
+    // Only a reservation starts from "no record", and a reservation's line says so.
+    if ((before === null) !== TRANSITIONS[name].from.includes(null)) continue;
     const from = TRANSITIONS[name].from.includes(null) && fresh ? null : current.state;
     if (!allows(name, from, to)) continue;
     if (attemptAfter(name, current.attempt, to) !== line.attempt_number) continue;
@@ -143,7 +145,10 @@ function bridge(current: Node, line: TraceLine): number | undefined {
           const id = `${n.state}:${n.attempt}`;
           if (seen.has(id)) continue;
           seen.add(id);
-          if (misfit(n, line) === undefined) return depth;
+          // A new reservation follows a terminal state that was logged: the key's retention ran out
+          // long after that write, so its writer had time to log it.
+          const reusesKey = line.state_before === null && isTerminal(to);
+          if (!reusesKey && misfit(n, line) === undefined) return depth;
           next.push(n);
         }
       }
