@@ -1,5 +1,5 @@
 import { CHECKS, type Check } from './checks';
-import { assertSpinInstalled, type CheckResult, runCheck } from './spin';
+import { assertSpinInstalled, type CheckResult, cleanVerifiers, runCheck } from './spin';
 
 /**
  * Runs every SPIN check of `checks.ts` (or those whose names are given) and prints, per check, the
@@ -10,10 +10,14 @@ export async function modelCheck(names: readonly string[] = []): Promise<CheckRe
   await assertSpinInstalled();
   const chosen: readonly Check[] = names.length === 0 ? CHECKS : CHECKS.filter((c) => names.includes(c.name));
   const results: CheckResult[] = [];
-  for (const check of chosen) {
-    const result = await runCheck(check);
-    results.push(result);
-    print(result);
+  try {
+    for (const check of chosen) {
+      const result = await runCheck(check);
+      results.push(result);
+      print(result);
+    }
+  } finally {
+    await cleanVerifiers();
   }
   return results;
 }

@@ -47,53 +47,72 @@ export async function assertSpinInstalled(): Promise<void> {
   }
 }
 
+/** Verifiers already compiled in this process, by their switches: checks of one cast share one. */
+const compiled = new Map<string, Promise<string>>();
+
+async function verifier(defines: readonly string[], liveness: boolean): Promise<string> {
+  const key = [...defines, liveness ? 'fair' : ''].join(' ');
+  let dir = compiled.get(key);
+  if (!dir) {
+    dir = (async () => {
+      const folder = await mkdtemp(path.join(tmpdir(), 'tool-ledger-spin-'));
+      for (const file of ['ledger.pml', 'transitions.pml']) {
+        await copyFile(path.join(MODEL_DIR, file), path.join(folder, file));
+      }
+      await run('spin', ['-a', ...defines, 'ledger.pml'], { cwd: folder });
+      const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(liveness ? ['-DNFAIR=3'] : [])];
+      await run('gcc', [...cflags, '-o', 'pan', 'pan.c'], { cwd: folder });
+      return folder;
+    })();
+    compiled.set(key, dir);
+  }
+  return dir;
+}
+
+/** Removes the compiled verifiers of this process. */
+export async function cleanVerifiers(): Promise<void> {
+  const dirs = await Promise.allSettled([...compiled.values()]);
+  compiled.clear();
+  for (const d of dirs) if (d.status === 'fulfilled') await rm(d.value, { recursive: true, force: true });
+}
+
 /**
- * Generates the verifier for one check (`spin -a`), compiles it, runs it and, for a refuted check,
- * replays the trail (`spin -t -p -g`). Each check runs in its own temporary folder.
+ * Generates the verifier for one check (`spin -a`), compiles it (once per set of switches), runs it
+ * and, for a refuted check, replays the trail (`spin -t -p -g`).
  */
 export async function runCheck(check: Check): Promise<CheckResult> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'tool-ledger-spin-'));
-  try {
-    for (const file of ['ledger.pml', 'transitions.pml']) {
-      await copyFile(path.join(MODEL_DIR, file), path.join(dir, file));
-    }
-    // A proof also checks the model's own assertions (every write allowed by the table); a broken
-    // variant leaves them out, so that the property itself is what SPIN refutes.
-    const defines = [...check.defines, ...(check.expect === 'refuted' ? ['NO_TABLE_ASSERTS'] : [])].map(
-      (d) => `-D${d}`,
-    );
-    const started = Date.now();
-    await run('spin', ['-a', ...defines, 'ledger.pml'], { cwd: dir });
-    const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(check.liveness ? ['-DNFAIR=3'] : [])];
-    await run('gcc', [...cflags, '-o', 'pan', 'pan.c'], { cwd: dir });
-    const panArgs = ['-m200000', ...(check.liveness ? ['-a', '-f'] : []), '-N', check.property];
-    const out = await run('./pan', panArgs, { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch(
-      (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
-    );
-    const seconds = (Date.now() - started) / 1000;
-    const text = out.stdout;
-    const result: CheckResult = {
-      check,
-      states: number(text, /([\d.e+]+) states, stored/),
-      transitions: number(text, /([\d.e+]+) transitions \(= stored\+matched\)/),
-      depth: number(text, /depth reached (\d+)/),
-      errors: number(text, /errors: (\d+)/, -1),
-      seconds,
-      ok: false,
-    };
-    if (/error: max search depth too small/.test(text)) result.errors = -1;
-    result.ok = check.expect === 'holds' ? result.errors === 0 : result.errors > 0;
-    if (result.errors > 0) {
-      const replay = await run('spin', ['-t', '-p', '-g', ...defines, 'ledger.pml'], {
-        cwd: dir,
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      result.trail = shortenTrail(replay.stdout);
-    }
-    return result;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+  // A proof also checks the model's own assertions (every write allowed by the table); a broken
+  // variant leaves them out, so that the property itself is what SPIN refutes.
+  const defines = [...check.defines, ...(check.expect === 'refuted' ? ['NO_TABLE_ASSERTS'] : [])].map(
+    (d) => `-D${d}`,
+  );
+  const started = Date.now();
+  const dir = await verifier(defines, check.liveness === true);
+  const panArgs = ['-m200000', ...(check.liveness ? ['-a', '-f'] : []), '-N', check.property];
+  const out = await run('./pan', panArgs, { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch(
+    (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const text = out.stdout;
+  const result: CheckResult = {
+    check,
+    states: number(text, /([\d.e+]+) states, stored/),
+    transitions: number(text, /([\d.e+]+) transitions \(= stored\+matched\)/),
+    depth: number(text, /depth reached (\d+)/),
+    errors: number(text, /errors: (\d+)/, -1),
+    seconds,
+    ok: false,
+  };
+  if (/error: max search depth too small/.test(text)) result.errors = -1;
+  result.ok = check.expect === 'holds' ? result.errors === 0 : result.errors > 0;
+  if (result.errors > 0) {
+    const replay = await run('spin', ['-t', '-p', '-g', ...defines, 'ledger.pml'], {
+      cwd: dir,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    result.trail = shortenTrail(replay.stdout);
   }
+  return result;
 }
 
 function number(text: string, pattern: RegExp, missing = 0): number {

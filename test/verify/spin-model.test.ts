@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { CHECKS } from '../../scripts/verify/checks';
-import { assertSpinInstalled, runCheck } from '../../scripts/verify/spin';
+import { assertSpinInstalled, cleanVerifiers, runCheck } from '../../scripts/verify/spin';
 import { promelaTransitionTable } from '../../scripts/verify/transition-table';
 
 const check = (name: string) => {
@@ -13,6 +13,8 @@ const check = (name: string) => {
 };
 
 describe('the SPIN model of the protocol', () => {
+  afterAll(cleanVerifiers);
+
   it('has its transition guards generated from the state machine in states.ts (regenerate if this fails)', () => {
     const file = path.join(import.meta.dirname, '..', '..', 'model', 'transitions.pml');
     expect(readFileSync(file, 'utf8')).toBe(promelaTransitionTable());
