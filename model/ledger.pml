@@ -22,7 +22,9 @@
 #include "transitions.pml"
 
 /* ---- bounds ---- */
+#ifndef MAXATT
 #define MAXATT    2   /* a tool's maxAttempts */
+#endif
 #ifndef MAXRESV
 #define MAXRESV   2   /* reservations of the key: the first and one reuse after expiry */
 #endif

@@ -54,6 +54,13 @@ export const CHECKS: readonly Check[] = [
     about: 'the same for a respond-async caller (queued, run by the executor)',
   },
   {
+    name: 'at_most_once/three-attempts',
+    property: 'at_most_once',
+    defines: [...BASE, 'MAXATT=3', 'FIRST_TRIES=1'],
+    expect: 'holds',
+    about: 'the same with three attempts (where a stale resolution could start a third one)',
+  },
+  {
     name: 'approved_digest',
     property: 'approved_digest',
     defines: APPROVAL,
@@ -140,7 +147,8 @@ export const CHECKS: readonly Check[] = [
   {
     name: 'broken/resolution-without-attempt',
     property: 'at_most_once',
-    defines: [...BASE, 'BROKEN_RESOLVE_NO_ATTEMPT'],
+    // A stale resolution needs a third attempt to run a second effect.
+    defines: [...BASE, 'BROKEN_RESOLVE_NO_ATTEMPT', 'MAXATT=3'],
     expect: 'refuted',
     about: 'a resolution not bound to the attempt it looked at: a retried not_applied starts another attempt',
   },
