@@ -27,6 +27,7 @@ import type { ScriptedTools } from './model-tools';
 import { faultStats, ProcessLink, StepFaults, stepFaults } from './process-faults';
 import type { FaultSpec, Group, Schedule, Step } from './schedule';
 import { buildToolbox } from './toolbox';
+import { traceSink } from './trace-file';
 
 /** What every schedule of a suite shares: one dynalite server and the webhook targets. */
 export interface SharedEnv {
@@ -189,6 +190,7 @@ export class World {
     this.links.push(link);
     const metrics = this.options.metrics?.() ?? new MemoryLedgerMetrics();
     const extra = this.options.log;
+    const trace = traceSink(this.table, (line) => this.tenantOf(line));
     const deps = createDeps({
       store: new LedgerStore({ client: link.client, tableName: this.table }),
       tools: this.registry,
@@ -198,12 +200,21 @@ export class World {
       log: (line) => {
         this.logs.push(line);
         extra?.(line);
+        trace?.(line);
       },
       metrics,
       workerId: `p${this.generation}`,
       cache: new TerminalCache(100),
     });
     return { link, deps };
+  }
+
+  /** The tenant of a logged operation: the one whose arguments have the line's digest. */
+  tenantOf(line: TransitionLogLine): string {
+    const op = this.ops.find(
+      (o) => o.operationId === line.operation_id && o.variantOf(line.arguments_digest) !== undefined,
+    );
+    return op?.tenant ?? 'unknown';
   }
 
   /** The live process of a slot, restarting it if it crashed. */

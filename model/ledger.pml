@@ -1,0 +1,447 @@
+/*
+ * tool-ledger's protocol for one idempotency key, as SPIN checks it.
+ *
+ * One DynamoDB item (the record) and everyone who writes it: callers with the same key (synchronous,
+ * `respond-async`, a conflicting caller who later reuses the key after expiry), the SQS executor
+ * (messages delivered at least once), two reconcilers at once, an operator, an approver, and the
+ * clock (lease expiry, approval deadline, retention expiry). Workers crash at every step and lose the
+ * response of their commit, which they verify by reading back.
+ *
+ * Every `atomic` block that writes the record is ONE conditional write: its guard is the write's
+ * condition as the code sends it (functions/engine/transitions.ts, reconcile.ts, approval.ts,
+ * resolution.ts) and its `from` states are the generated table of functions/domain/states.ts.
+ * DynamoDB's single-item atomicity is the assumption that makes this one step. Reads (the GSI query,
+ * GetItem) are separate steps: anything may happen between a read and the write that follows it.
+ *
+ * Switches (spin -D): TOOL_KIND, APPROVAL pin the tool; BROKEN_* are deliberately wrong variants that
+ * SPIN must refute (scripts/verify/checks.ts), run with NO_TABLE_ASSERTS so that the property, not
+ * the table check, is what fails; LIVENESS, RECONCILERS, FIRST_MODE, FIRST_TRIES, MAXRESV and
+ * NO_SECOND_CALLER choose the cast and bounds.
+ */
+
+#include "transitions.pml"
+
+/* ---- bounds ---- */
+#ifndef MAXATT
+#define MAXATT    2   /* a tool's maxAttempts */
+#endif
+#ifndef MAXRESV
+#define MAXRESV   2   /* reservations of the key: the first and one reuse after expiry */
+#endif
+#define MAXCHK    2   /* reconcile checks answering unknown before an operator decides */
+#define MAXMSG    1   /* messages in the work queue at once */
+#ifndef MAXCRASH
+#define MAXCRASH  1   /* worker crashes in one run */
+#endif
+#define MAXLOST   1   /* commit responses lost in one run */
+#ifndef FIRST_TRIES
+#define FIRST_TRIES 2 /* submissions of the first caller (one retry with the same key) */
+#endif
+
+/* tool kinds */
+#define T_REC  1  /* reconcilable: the target keeps a marker per downstream key (append_line) */
+#define T_IDEM 2  /* downstream-idempotent: the target dedupes on the downstream key (webhook.post) */
+#define T_NONE 3  /* neither: an uncertain attempt goes to an operator */
+
+/* caller modes */
+#define M_SYNC  1
+#define M_ASYNC 2
+#define M_EXEC  3
+
+/* The downstream key: derived from the reservation (correct), or from tenant + operation ID only. */
+#ifdef BROKEN_OLD_KEY
+#define DKEY(r) 1
+#else
+#define DKEY(r) (r)
+#endif
+
+/* ---- the record ---- */
+byte st = S_none;   /* state */
+byte att;           /* attempt */
+byte owner;         /* lease_owner: the worker's pid */
+bool leaseExp;      /* lease_expires_at < now */
+bool apprExp;       /* approval_deadline < now */
+bool expd;          /* terminal and expires_at < now: treated as absent */
+byte resv;          /* reservation_id (1, 2) */
+byte dig;           /* arguments_digest (1, 2) */
+byte chk;           /* reconcile_checks */
+byte outBy;         /* outcome_by: the lease owner whose outcome is stored */
+
+/* ---- the world ---- */
+byte tool;          /* the key's tool kind */
+bool needAppr;      /* requiresApproval */
+byte msgs;          /* work messages queued (all for the current reservation) */
+byte crashes;
+byte lost;
+byte readers;       /* processes between a read of the record and the write that follows it */
+bool tseen[3];      /* downstream keys the target has seen (it dedupes longer than our retention) */
+bool marker[3];     /* append markers by downstream key */
+
+/* ---- ghosts: what the properties talk about ---- */
+byte applied[3];    /* effects per reservation (a deduped retry is not a new effect) */
+byte rdig[3];       /* the digest each reservation was made with */
+byte apprOf[3];     /* the digest an approval of each reservation named (0: none) */
+byte outAtt;        /* attempt whose owner's outcome the record holds (0: none this attempt) */
+bool effNoAppr;     /* an effect ran without an approval of its digest */
+bool effWrongDig;   /* an effect ran with arguments other than its reservation's */
+bool termChanged;   /* a write changed a terminal, unexpired record */
+
+#define ALIVE(s) (s != S_none && !(TERMINAL(s) && expd))
+
+/* Every write: the table allows it, and it never touches a terminal record. */
+#ifdef NO_TABLE_ASSERTS
+#define CHECKED(allowed) \
+  if :: TERMINAL(st) -> termChanged = true :: else -> skip fi
+#else
+#define CHECKED(allowed) \
+  if :: TERMINAL(st) -> termChanged = true :: else -> skip fi; \
+  assert(allowed)
+#endif
+
+#define READ_BEGIN() holding = true; readers++
+#define READ_END() if :: holding -> holding = false; readers-- :: else -> skip fi
+
+#define ENQUEUE() if :: msgs < MAXMSG -> msgs++ :: else -> skip fi
+
+/* Crash here: a caller dies; the executor's Lambda dies and SQS redelivers its message later. */
+#define CRASH_POINT \
+  if :: crashes < MAXCRASH -> crashes++; goto crashed :: true -> skip fi
+
+/* The effect of worker (me, myResv, myAtt) with digest d, as the tool's target sees it. */
+#define EFFECT(d) \
+  if \
+  :: tool == T_IDEM && tseen[DKEY(myResv)] -> skip /* deduped: the same effect */ \
+  :: else -> applied[myResv]++; tseen[DKEY(myResv)] = true; marker[DKEY(myResv)] = true \
+  fi; \
+  if :: needAppr && apprOf[myResv] != rdig[myResv] -> effNoAppr = true :: else -> skip fi; \
+  if :: d != rdig[myResv] -> effWrongDig = true :: else -> skip fi
+
+/* My lease is live: nobody has moved my attempt on and the clock has not passed its end. */
+#ifdef BROKEN_NO_DEADLINE
+#define MAY_START (true)
+#else
+#define MAY_START (resv == myResv && att == myAtt && st == S_pending && owner == _pid && !leaseExp)
+#endif
+
+/* The commit's condition (SPEC step 6): attempt = n AND lease_owner = me AND state IN (...). */
+#ifdef BROKEN_LATE_APPLY
+#define OWNS (true)
+#else
+#define OWNS (att == myAtt && owner == _pid)
+#endif
+#define KNOWN(o) (o == S_succeeded || o == S_failed_terminal)
+
+/* Where a caller goes after handling the record it found. */
+#define A_NEXT    1
+#define A_DONE    2
+#define A_ATTEMPT 3
+
+#ifdef BROKEN_NO_DIGEST_CHECK
+#define DIGOK (true)
+#else
+#define DIGOK (dig == d)
+#endif
+
+/*
+ * A record exists (SPEC step 4): conflict, replay, exhaust, re-enqueue, claim, or report. Each branch
+ * is at most one conditional write whose condition re-checks everything the decision read, so the read
+ * and the write are one step here without losing an interleaving.
+ */
+inline handle_existing() {
+  if
+  :: !ALIVE(st) -> act = A_NEXT                                  /* raced with expiry: try again */
+#ifndef BROKEN_NO_DIGEST_CHECK
+  :: ALIVE(st) && dig != d -> act = A_DONE                       /* idempotency_key_reused: nothing runs */
+#endif
+  :: ALIVE(st) && DIGOK && TERMINAL(st) -> act = A_DONE          /* replayed */
+  :: ALIVE(st) && DIGOK && st == S_failed_retryable && att >= MAXATT ->
+     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal;
+     act = A_NEXT
+  :: ALIVE(st) && DIGOK && st == S_failed_retryable && att < MAXATT && mode == M_ASYNC -> ENQUEUE(); act = A_NEXT
+  :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) ->
+     /* claim: UpdateItem IF state IN (queued, failed_retryable) AND attempt = a AND digest = record's */
+     CHECKED(FROM_claim(st) && TO_claim(S_pending));
+     st = S_pending; att = att + 1; owner = _pid; leaseExp = false; chk = 0; outAtt = 0;
+     myAtt = att; myResv = resv; act = A_ATTEMPT
+  :: else -> act = A_NEXT                                        /* in progress or accepted: 409 or 202 */
+  fi
+}
+
+proctype Caller(byte mode; byte d; byte maxTries) {
+  byte tries, myAtt, myResv, out, act;
+  bool mine;
+end_next:
+  skip;
+  d_step { myAtt = 0; myResv = 0; out = 0; mine = false; act = 0; if :: mode == M_EXEC -> d = 0 :: else -> skip fi };
+  if
+  :: mode == M_EXEC ->
+     /* a delivery: the message names the current operation */
+     atomic { msgs > 0 -> msgs--; d = dig; handle_existing() }
+  :: mode != M_EXEC && tries < maxTries ->
+     tries++;
+     /* reserve: PutItem IF attribute_not_exists(pk) OR expires_at < now; on failure the old item */
+     atomic {
+       if
+       :: !ALIVE(st) && resv < MAXRESV ->
+          resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0;
+          leaseExp = false; apprExp = false; expd = false;
+          if
+          :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none)); st = S_awaiting_approval; att = 0; act = A_NEXT
+          :: !needAppr && mode == M_ASYNC -> assert(FROM_reserve_queued(S_none)); st = S_queued; att = 0; ENQUEUE(); act = A_NEXT
+          :: !needAppr && mode != M_ASYNC ->
+             assert(FROM_reserve_pending(S_none)); st = S_pending; att = 1; owner = _pid; myAtt = 1; act = A_ATTEMPT
+          fi
+       :: else -> handle_existing()
+       fi
+     }
+  :: mode != M_EXEC && tries >= maxTries -> goto done
+  fi;
+  if
+  :: act == A_ATTEMPT -> skip
+  :: act == A_DONE -> goto done
+  :: act == A_NEXT -> goto end_next
+  fi;
+
+attempt:
+  CRASH_POINT;                                    /* between reserve/claim and the effect */
+  /* execute: never started at or past the attempt's deadline; the target answers one of five ways */
+  atomic {
+    if
+    :: MAY_START ->
+       if
+       :: true -> EFFECT(d); out = S_succeeded
+       :: true -> EFFECT(d); out = S_uncertain    /* applied, response lost */
+       :: out = S_uncertain                       /* timed out before the target acted */
+       :: out = S_failed_retryable                /* nothing was sent */
+       :: out = S_failed_terminal                 /* the target refused */
+       fi
+    :: else -> out = S_failed_retryable           /* deadline_before_start */
+    fi
+  }
+  CRASH_POINT;                                    /* between the effect and the commit */
+  /* commit: UpdateItem IF attempt = n AND lease_owner = me AND state IN (...) */
+  atomic {
+    if
+    :: OWNS && (st == S_pending || (KNOWN(out) && (st == S_uncertain || st == S_needs_reconciliation || st == S_failed_retryable))) ->
+       CHECKED((FROM_record_outcome(st) && TO_record_outcome(out)) || (FROM_record_late_outcome(st) && TO_record_late_outcome(out)));
+       st = out; outBy = _pid; outAtt = myAtt;
+       mine = true
+    :: else -> mine = false                        /* superseded: stored only as late_outcome */
+    fi;
+    if
+    :: mine && lost < MAXLOST -> lost++; mine = false   /* the response is lost: read back */
+    :: true -> skip
+    fi
+  }
+  if
+  :: !mine ->
+     /* read back: our write landed if outcome_by is us at our attempt in our state */
+     atomic { mine = (att == myAtt && outBy == _pid && st == out) }
+  :: else -> skip
+  fi;
+  if
+  :: mode == M_EXEC && mine && out == S_failed_retryable -> atomic { ENQUEUE() }  /* SQS redelivers */
+  :: else -> skip
+  fi;
+  goto end_next;
+crashed:
+  if
+  :: mode == M_EXEC -> atomic { ENQUEUE() }; goto end_next   /* visibility timeout: delivered again */
+  :: else -> skip
+  fi;
+done:
+  skip
+}
+
+/*
+ * The reconciler. Its decisions on pending, queued, failed_retryable and awaiting_approval records are
+ * conditional writes that re-check what was read, so each is one step. Uncertain records are read,
+ * the target is asked, and the verdict is written later under a condition on state and attempt:
+ * anything may happen in between, including the other reconciler's decision.
+ */
+proctype Reconciler() {
+  byte a, c, r;
+  bool verdict, known, holding;
+end_loop:
+  do
+#ifndef BROKEN_NO_LEASE_EXPIRY
+  :: atomic { ALIVE(st) && st == S_pending && leaseExp ->
+       CHECKED(FROM_expire_lease(st) && TO_expire_lease(S_uncertain)); st = S_uncertain }
+#endif
+  :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG -> msgs++ }   /* stale: enqueue again */
+  :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
+       CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal }
+  :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG -> msgs++ }
+  :: atomic { ALIVE(st) && st == S_awaiting_approval && apprExp ->
+       CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected)); st = S_rejected }
+  :: atomic { ALIVE(st) && st == S_uncertain ->
+       a = att; c = chk; r = resv; READ_BEGIN();
+       /* ask the target */
+       if
+       :: tool == T_REC ->
+          if
+          :: known = true; verdict = marker[DKEY(r)]
+          :: known = false                            /* unknown: the target did not answer */
+          fi
+       :: tool == T_IDEM -> known = true; verdict = false   /* retried with the same downstream key */
+#ifdef BROKEN_RETRY_UNKNOWN
+       :: tool == T_NONE -> known = true; verdict = false   /* wrongly: retried as if not applied */
+#else
+       :: tool == T_NONE -> known = false; c = MAXCHK       /* no way to ask: an operator decides */
+#endif
+       fi
+     }
+     atomic {
+       if
+       :: st == S_uncertain && att == a && known && verdict ->
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded)); st = S_succeeded
+       :: st == S_uncertain && att == a && known && !verdict ->
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable)); st = S_failed_retryable;
+          if :: att < MAXATT -> ENQUEUE() :: else -> skip fi
+       :: st == S_uncertain && att == a && !known && c + 1 >= MAXCHK ->
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation)); st = S_needs_reconciliation
+       :: st == S_uncertain && att == a && !known && c + 1 < MAXCHK && chk == c -> chk = c + 1
+       :: else -> skip
+       fi;
+       READ_END(); a = 0; c = 0; r = 0; verdict = false; known = false
+     }
+  od
+}
+
+/* A truthful operator: resolves from the target's real state, naming the attempt it looked at. */
+proctype Operator() {
+  byte a;
+  bool was, holding;
+end_loop:
+  do
+  :: atomic { ALIVE(st) && (st == S_uncertain || st == S_needs_reconciliation) -> a = att; was = applied[resv] > 0; READ_BEGIN() }
+     atomic {
+       if
+#ifdef BROKEN_RESOLVE_ANY_STATE
+       :: att == a ->
+#else
+#ifdef BROKEN_RESOLVE_NO_ATTEMPT
+       :: (st == S_uncertain || st == S_needs_reconciliation) ->
+#else
+       :: (st == S_uncertain || st == S_needs_reconciliation) && att == a ->
+#endif
+#endif
+          if
+          :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded)); st = S_succeeded
+          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable)); st = S_failed_retryable
+          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal)); st = S_failed_terminal
+          fi
+       :: else -> skip
+       fi;
+       a = 0; was = false; READ_END()
+     }
+  od
+}
+
+/*
+ * An approver: decides on the digest it was shown, which may be the other caller's arguments for the
+ * same key; the write names that digest, so an approval never transfers to other arguments.
+ */
+proctype Approver() {
+  byte dg, n;
+  bool ok;
+end_loop:
+  do
+  :: n < 2 ->
+     n++;
+     atomic {
+       ALIVE(st) && st == S_awaiting_approval ->
+       ok = false;
+       if :: dg = 1 :: dg = 2 fi;
+       if
+#ifdef BROKEN_APPROVE_ANY_DIGEST
+       :: true ->
+#else
+       :: dig == dg ->
+#endif
+          if
+          :: true -> CHECKED(FROM_approve(st) && TO_approve(S_queued)); st = S_queued; apprOf[resv] = dg; ok = true
+          :: true -> CHECKED(FROM_reject(st) && TO_reject(S_rejected)); st = S_rejected
+          fi
+       :: else -> skip                                /* approval_mismatch */
+       fi
+     }
+     if :: ok -> atomic { ENQUEUE() } :: else -> skip fi;
+     d_step { dg = 0; ok = false }
+  :: n >= 2 -> break
+  od
+}
+
+/* Time: a lease ends, an approval deadline passes, a terminal record's retention runs out. */
+proctype Clock() {
+end_loop:
+  do
+  :: atomic { st == S_pending && !leaseExp -> leaseExp = true }
+  :: atomic { st == S_awaiting_approval && !apprExp -> apprExp = true }
+  /*
+   * Retention runs out. Assumed: no message outlives its record (the synth-time retention check and
+   * not_after), and no decision is still between its read and its write (retention is days, a
+   * decision at most a tool's timeout): the decisions' writes name state and attempt, not the
+   * reservation, so BROKEN_NO_RETENTION_MARGIN shows what a decision slower than retention would do.
+   */
+#ifdef BROKEN_NO_RETENTION_MARGIN
+  :: atomic { TERMINAL(st) && !expd && resv < MAXRESV -> expd = true; msgs = 0 }
+#else
+  :: atomic { TERMINAL(st) && !expd && resv < MAXRESV && readers == 0 -> expd = true; msgs = 0 }
+#endif
+  od
+}
+
+/*
+ * The cast. Defaults: a caller with the key (FIRST_MODE: sync or respond-async), a second caller with
+ * the same key and other arguments (a conflict, or a new operation once the record expired), the SQS
+ * executor, RECONCILERS reconcilers, an operator, an approver where the tool needs one, the clock.
+ */
+#ifndef FIRST_MODE
+#define FIRST_MODE M_SYNC
+#endif
+#ifndef RECONCILERS
+#define RECONCILERS 1
+#endif
+init {
+  atomic {
+#ifdef TOOL_KIND
+    tool = TOOL_KIND;
+#else
+    if :: tool = T_REC :: tool = T_IDEM :: tool = T_NONE fi;
+#endif
+#ifdef APPROVAL
+    needAppr = APPROVAL;
+#else
+    if :: needAppr = false :: needAppr = true fi;
+#endif
+    run Clock();
+    run Reconciler();
+#if RECONCILERS > 1
+    run Reconciler();
+#endif
+    run Operator();
+    if :: needAppr -> run Approver() :: else -> skip fi;
+    run Caller(FIRST_MODE, 1, FIRST_TRIES);
+#ifndef NO_SECOND_CALLER
+    run Caller(M_SYNC, 2, 1);
+#endif
+    run Caller(M_EXEC, 0, 0)
+  }
+}
+
+/* ---- properties ---- */
+/* at most one effect per reservation */
+ltl at_most_once { [] (applied[1] <= 1 && applied[2] <= 1) }
+/* an effect only after an approval of that digest where approval is required */
+ltl approved_digest { [] !effNoAppr }
+/* a terminal record never changes */
+ltl terminal_immutable { [] !termChanged }
+/* no effect runs with arguments other than its reservation's (a different digest is a conflict) */
+ltl digest_bound { [] !effWrongDig }
+/* a superseded attempt's outcome is never applied */
+ltl superseded_ignored { [] (outAtt == 0 || outAtt == att) }
+/* a success is this reservation's own effect: never swallowed by a dedupe or an old marker */
+ltl success_is_own_effect { [] (st == S_succeeded -> applied[resv] > 0) }
+/* every operation eventually terminal or in front of an operator (weak fairness, bounded crashes) */
+ltl settles { [] (ALIVE(st) -> <> (TERMINAL(st) || st == S_needs_reconciliation)) }

@@ -1,0 +1,191 @@
+/**
+ * What `npm run verify` asks SPIN, with the bounds of each run. A check names an LTL property of
+ * `model/ledger.pml`, the cast and bounds it is checked with (preprocessor switches), and whether SPIN
+ * must prove it (`expect: 'holds'`) or refute a deliberately broken variant (`expect: 'refuted'`).
+ * Every property has at least one refuted variant, so none can pass vacuously.
+ */
+
+/** One SPIN run. */
+export interface Check {
+  /** Stable name, printed and used by tests. */
+  name: string;
+  /** The `ltl` property of the model. */
+  property: string;
+  /** `-D` switches for `spin -a` (the model's bounds, cast and variant). */
+  defines: readonly string[];
+  /** Liveness: acceptance cycles under weak fairness (`pan -a -f`). */
+  liveness?: boolean;
+  expect: 'holds' | 'refuted';
+  /** What the run shows, for people. */
+  about: string;
+}
+
+/** One caller with the key (sync, one retry, reusing the key after expiry), the executor, a reconciler, an operator, every tool kind. */
+const BASE = ['APPROVAL=0', 'NO_SECOND_CALLER'];
+/** A second caller with other arguments for the same key (a conflict), one reservation. */
+const CONFLICT = ['APPROVAL=0', 'MAXRESV=1'];
+/** A tool that needs approval, an approver shown either caller's digest. */
+const APPROVAL = ['APPROVAL=1', 'NO_SECOND_CALLER', 'FIRST_TRIES=1'];
+/** The fairness run: one reconciler, one submission. */
+const LIVE = ['APPROVAL=0', 'NO_SECOND_CALLER', 'FIRST_TRIES=1', 'LIVENESS'];
+
+/** Every check, proofs first. */
+export const CHECKS: readonly Check[] = [
+  {
+    name: 'at_most_once',
+    property: 'at_most_once',
+    defines: BASE,
+    expect: 'holds',
+    about:
+      'at most one effect per reservation (a deduped retry with the same downstream key is the same effect)',
+  },
+  {
+    name: 'at_most_once/two-reconcilers',
+    property: 'at_most_once',
+    defines: [...BASE, 'RECONCILERS=2', 'FIRST_TRIES=1'],
+    expect: 'holds',
+    about: 'the same with two reconcilers running at once',
+  },
+  {
+    name: 'at_most_once/respond-async',
+    property: 'at_most_once',
+    defines: [...BASE, 'FIRST_MODE=M_ASYNC'],
+    expect: 'holds',
+    about: 'the same for a respond-async caller (queued, run by the executor)',
+  },
+  {
+    name: 'at_most_once/three-attempts',
+    property: 'at_most_once',
+    defines: [...BASE, 'MAXATT=3', 'FIRST_TRIES=1'],
+    expect: 'holds',
+    about: 'the same with three attempts (where a stale resolution could start a third one)',
+  },
+  {
+    name: 'approved_digest',
+    property: 'approved_digest',
+    defines: APPROVAL,
+    expect: 'holds',
+    about: 'an effect only after an approval of that digest',
+  },
+  {
+    name: 'terminal_immutable',
+    property: 'terminal_immutable',
+    defines: BASE,
+    expect: 'holds',
+    about: 'a terminal record never changes',
+  },
+  {
+    name: 'digest_bound',
+    property: 'digest_bound',
+    defines: CONFLICT,
+    expect: 'holds',
+    about: "no effect runs with arguments other than the reservation's (a different digest is a conflict)",
+  },
+  {
+    name: 'superseded_ignored',
+    property: 'superseded_ignored',
+    defines: BASE,
+    expect: 'holds',
+    about: "a superseded attempt's outcome is never applied",
+  },
+  {
+    name: 'success_is_own_effect',
+    property: 'success_is_own_effect',
+    defines: BASE,
+    expect: 'holds',
+    about: "a success is the reservation's own effect, also after the key expired and was reused",
+  },
+  {
+    name: 'settles',
+    property: 'settles',
+    defines: LIVE,
+    liveness: true,
+    expect: 'holds',
+    about: 'every operation eventually terminal or in front of an operator (weak fairness)',
+  },
+  // Broken variants: each must be refuted.
+  {
+    name: 'broken/old-downstream-key-dedupe',
+    property: 'success_is_own_effect',
+    defines: [...BASE, 'TOOL_KIND=T_IDEM', 'BROKEN_OLD_KEY'],
+    expect: 'refuted',
+    about:
+      'downstream key from tenant + operation ID only: the target dedupes the reused key and swallows the new operation',
+  },
+  {
+    name: 'broken/old-downstream-key-marker',
+    property: 'success_is_own_effect',
+    defines: [...BASE, 'TOOL_KIND=T_REC', 'BROKEN_OLD_KEY'],
+    expect: 'refuted',
+    about:
+      "downstream key from tenant + operation ID only: reconcile finds the old operation's append marker",
+  },
+  {
+    name: 'broken/no-lease-expiry',
+    property: 'settles',
+    defines: [...LIVE, 'BROKEN_NO_LEASE_EXPIRY'],
+    liveness: true,
+    expect: 'refuted',
+    about:
+      'a reconciler that never expires leases: a crash between reserve and effect leaves the operation pending forever',
+  },
+  {
+    name: 'broken/retry-unknown',
+    property: 'at_most_once',
+    defines: [...BASE, 'TOOL_KIND=T_NONE', 'BROKEN_RETRY_UNKNOWN'],
+    expect: 'refuted',
+    about:
+      'an uncertain attempt of a tool that can neither reconcile nor dedupe is retried: a crash between effect and commit runs it twice',
+  },
+  {
+    name: 'broken/start-after-deadline',
+    property: 'at_most_once',
+    defines: [...BASE, 'BROKEN_NO_DEADLINE'],
+    expect: 'refuted',
+    about: 'a worker that stalled past its lease still starts the tool',
+  },
+  {
+    name: 'broken/resolution-without-attempt',
+    property: 'at_most_once',
+    // A stale resolution needs a third attempt to run a second effect.
+    defines: [...BASE, 'BROKEN_RESOLVE_NO_ATTEMPT', 'MAXATT=3'],
+    expect: 'refuted',
+    about: 'a resolution not bound to the attempt it looked at: a retried not_applied starts another attempt',
+  },
+  {
+    name: 'broken/no-retention-margin',
+    property: 'at_most_once',
+    defines: [...BASE, 'BROKEN_NO_RETENTION_MARGIN'],
+    expect: 'refuted',
+    about:
+      'a decision slower than retention: a stale verdict (conditioned on state and attempt, not the reservation) lands on the next reservation',
+  },
+  {
+    name: 'broken/approve-any-digest',
+    property: 'approved_digest',
+    defines: [...APPROVAL, 'BROKEN_APPROVE_ANY_DIGEST'],
+    expect: 'refuted',
+    about: 'an approval write that does not name the digest approves other arguments',
+  },
+  {
+    name: 'broken/resolve-any-state',
+    property: 'terminal_immutable',
+    defines: [...BASE, 'BROKEN_RESOLVE_ANY_STATE'],
+    expect: 'refuted',
+    about: 'a resolution not conditioned on the state overwrites a terminal record',
+  },
+  {
+    name: 'broken/no-digest-check',
+    property: 'digest_bound',
+    defines: [...CONFLICT, 'BROKEN_NO_DIGEST_CHECK'],
+    expect: 'refuted',
+    about: 'a retry with other arguments claims the record and runs them',
+  },
+  {
+    name: 'broken/late-outcome-applied',
+    property: 'superseded_ignored',
+    defines: [...BASE, 'BROKEN_LATE_APPLY'],
+    expect: 'refuted',
+    about: "a commit not conditioned on attempt and lease owner applies a superseded attempt's outcome",
+  },
+];

@@ -1,0 +1,44 @@
+import { CHECKS, type Check } from './checks';
+import { assertSpinInstalled, type CheckResult, cleanVerifiers, runCheck } from './spin';
+
+/**
+ * Runs every SPIN check of `checks.ts` (or those whose names are given) and prints, per check, the
+ * states explored, the depth, the errors and the time; for a refuted variant, the counterexample.
+ * Exits 1 when a property that must hold fails or a broken variant is not refuted.
+ */
+export async function modelCheck(names: readonly string[] = []): Promise<CheckResult[]> {
+  await assertSpinInstalled();
+  const chosen: readonly Check[] = names.length === 0 ? CHECKS : CHECKS.filter((c) => names.includes(c.name));
+  const results: CheckResult[] = [];
+  try {
+    for (const check of chosen) {
+      const result = await runCheck(check);
+      results.push(result);
+      print(result);
+    }
+  } finally {
+    await cleanVerifiers();
+  }
+  return results;
+}
+
+function print(r: CheckResult): void {
+  const verdict =
+    r.check.expect === 'holds'
+      ? r.ok
+        ? 'proved'
+        : 'FAILED'
+      : r.ok
+        ? 'refuted, as it must be'
+        : 'NOT REFUTED';
+  console.log(
+    `${r.ok ? 'ok ' : 'NOT'} ${r.check.name.padEnd(40)} states: ${String(r.states).padStart(9)}  depth: ${String(r.depth).padStart(4)}  errors: ${r.errors}  ${r.seconds.toFixed(1)} s  ${verdict}`,
+  );
+  console.log(`    ${r.check.about}  [${r.check.defines.join(' ')}]`);
+  if (r.trail && r.check.expect === 'refuted') {
+    const shown = r.trail.length > 30 ? [...r.trail.slice(0, 12), '...', ...r.trail.slice(-17)] : r.trail;
+    for (const line of shown) console.log(`      ${line}`);
+  } else if (r.trail) {
+    for (const line of r.trail) console.log(`      ${line}`);
+  }
+}

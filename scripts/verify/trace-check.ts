@@ -1,0 +1,285 @@
+import { readFile } from 'node:fs/promises';
+import {
+  type Actor,
+  isState,
+  isTerminal,
+  type OperationState,
+  TRANSITIONS,
+  type TransitionName,
+} from '../../functions/domain/states';
+
+/**
+ * Replays transition log lines (the fields of `functions/observability/transition-log.ts`), per
+ * operation, against the transition relation that the SPIN model checks: the table of
+ * `functions/domain/states.ts` plus the model's attempt rules. A line is allowed when
+ *
+ * - who wrote it (told by its outcome code) may make that move: the reconciler never fails an
+ *   operation terminally from `uncertain`, a late owner only records a known outcome, ...;
+ * - the record as the replay has it could take that move: state before → after is a row of the
+ *   table, read as the write's condition (an owner's commit is conditioned on `pending, uncertain,
+ *   needs_reconciliation, failed_retryable`, so its line may name the state it claimed from);
+ * - the attempt rises by one exactly on a claim into `pending`, and stays the same otherwise;
+ * - a terminal record changes only by a new reservation of its key (retention passed).
+ *
+ * Lines are matched into a chain rather than taken strictly in log order, because two writers' lines
+ * may reach the log in the opposite order of their writes. A writer that dies after its write and
+ * before its log line leaves a gap; the replay bridges a gap with the fewest moves the table allows
+ * (never out of a terminal state) and counts them as unlogged.
+ */
+
+/** The fields of a log line the replay reads. */
+export interface TraceLine {
+  operation_id: string;
+  state_before: string | null;
+  state_after: string;
+  attempt_number: number;
+  outcome_code: string | null;
+  /** Optional grouping key (the model suite adds tenant and table, since tenants share operation IDs). */
+  trace_key?: string;
+}
+
+/** A line the model does not allow. */
+export interface Rejection {
+  key: string;
+  line: TraceLine;
+  reason: string;
+}
+
+/** What a replay found. */
+export interface TraceVerdict {
+  lines: number;
+  operations: number;
+  transitions: number;
+  observations: number;
+  /** Moves bridged because a writer died between its write and its log line. */
+  unlogged: number;
+  rejected: Rejection[];
+}
+
+interface Node {
+  state: OperationState | null;
+  attempt: number;
+}
+
+const APPROVER_CODES = new Set(['approved', 'approval_rejected']);
+const OPERATOR_CODES = new Set(['resolved_applied', 'resolved_not_applied', 'resolved_failed']);
+const RECONCILER_CODES = new Set([
+  'approval_expired',
+  'lease_expired',
+  'reconciled_applied',
+  'reconciled_not_applied',
+  'downstream_idempotent_retry',
+  'no_reconcile',
+  'reconcile_unknown',
+  'tool_unregistered',
+]);
+
+/** Who may have written a line, from its outcome code: the actors of `states.ts`. */
+export function writersOf(code: string | null): readonly Actor[] {
+  if (code === null) return ['reserve', 'worker'];
+  if (APPROVER_CODES.has(code)) return ['approver'];
+  if (OPERATOR_CODES.has(code)) return ['operator'];
+  if (RECONCILER_CODES.has(code)) return ['reconciler'];
+  // A sanitizer that throws gives `sanitize_failed` both to an owner's commit and to a reconcile.
+  if (code === 'sanitize_failed') return ['owner', 'late_owner', 'reconciler'];
+  return ['owner', 'late_owner'];
+}
+
+function namesFor(actors: readonly Actor[]): TransitionName[] {
+  return (Object.keys(TRANSITIONS) as TransitionName[]).filter((n) => actors.includes(TRANSITIONS[n].actor));
+}
+
+function allows(name: TransitionName, from: OperationState | null, to: OperationState): boolean {
+  const rule = TRANSITIONS[name];
+  return rule.from.includes(from) && rule.to.includes(to);
+}
+
+/** The attempt after `name` moves a record at `attempt` to `to`. */
+function attemptAfter(name: TransitionName, attempt: number, to: OperationState): number {
+  if (TRANSITIONS[name].from.includes(null)) return to === 'pending' ? 1 : 0;
+  return name === 'claim' ? attempt + 1 : attempt;
+}
+
+/** Why `line` cannot follow `current`, or undefined when it can. */
+function misfit(current: Node, line: TraceLine): string | undefined {
+  const to = line.state_after as OperationState;
+  const before = line.state_before as OperationState | null;
+  // One write may perform any of its writer's transitions its condition admits (an owner's commit is
+  // record_outcome from pending or record_late_outcome from uncertain), so the line must name a move of
+  // its writer, and the record as replayed must allow one too.
+  const names = namesFor(writersOf(line.outcome_code));
+  if (!names.some((n) => allows(n, before, to))) {
+    return `no transition of ${writersOf(line.outcome_code).join('/')} moves ${before ?? '(none)'} -> ${to}`;
+  }
+  const fresh = current.state === null || isTerminal(current.state);
+  for (const name of names) {
+    // Only a reservation starts from "no record", and a reservation's line says so.
+    if ((before === null) !== TRANSITIONS[name].from.includes(null)) continue;
+    const from = TRANSITIONS[name].from.includes(null) && fresh ? null : current.state;
+    if (!allows(name, from, to)) continue;
+    if (attemptAfter(name, current.attempt, to) !== line.attempt_number) continue;
+    return undefined;
+  }
+  return `the record is ${current.state ?? '(none)'} at attempt ${current.attempt}: ${before ?? '(none)'} -> ${to} at attempt ${line.attempt_number} does not follow`;
+}
+
+function apply(line: TraceLine): Node {
+  return { state: line.state_after as OperationState, attempt: line.attempt_number };
+}
+
+/** The fewest unlogged moves from `current` after which `line` fits, or undefined (at most 4). */
+function bridge(current: Node, line: TraceLine): number | undefined {
+  let frontier: Node[] = [current];
+  const seen = new Set<string>([`${current.state}:${current.attempt}`]);
+  for (let depth = 1; depth <= 4; depth++) {
+    const next: Node[] = [];
+    for (const node of frontier) {
+      // Nothing leaves a terminal state unlogged: a new reservation always logs its line first.
+      if (node.state !== null && isTerminal(node.state)) continue;
+      for (const name of Object.keys(TRANSITIONS) as TransitionName[]) {
+        const rule = TRANSITIONS[name];
+        if (!rule.from.includes(node.state)) continue;
+        for (const to of rule.to) {
+          const n: Node = { state: to, attempt: attemptAfter(name, node.attempt, to) };
+          if (n.attempt > line.attempt_number) continue;
+          const id = `${n.state}:${n.attempt}`;
+          if (seen.has(id)) continue;
+          seen.add(id);
+          // A new reservation follows a terminal state that was logged: the key's retention ran out
+          // long after that write, so its writer had time to log it.
+          const reusesKey = line.state_before === null && isTerminal(to);
+          if (!reusesKey && misfit(n, line) === undefined) return depth;
+          next.push(n);
+        }
+      }
+    }
+    frontier = next;
+  }
+  return undefined;
+}
+
+function malformed(line: TraceLine): string | undefined {
+  if (typeof line.operation_id !== 'string' || line.operation_id === '') return 'no operation_id';
+  if (!isState(line.state_after)) return `unknown state_after ${String(line.state_after)}`;
+  if (line.state_before !== null && !isState(line.state_before)) {
+    return `unknown state_before ${String(line.state_before)}`;
+  }
+  if (!Number.isSafeInteger(line.attempt_number) || line.attempt_number < 0) return 'bad attempt_number';
+  return undefined;
+}
+
+/** Replays the lines of one operation key. */
+function replayOne(key: string, lines: TraceLine[], verdict: TraceVerdict): void {
+  const pool: TraceLine[] = [];
+  for (const line of lines) {
+    const bad = malformed(line);
+    if (bad) {
+      verdict.rejected.push({ key, line, reason: bad });
+      continue;
+    }
+    if (line.state_before !== null && line.state_before === line.state_after) {
+      verdict.observations += 1;
+      const late = /^late_outcome:(.+)$/.exec(line.outcome_code ?? '');
+      if (late && !TRANSITIONS.record_outcome.to.includes(late[1] as OperationState)) {
+        verdict.rejected.push({ key, line, reason: `a late outcome ${late[1]} is not an attempt's outcome` });
+      }
+      continue;
+    }
+    pool.push(line);
+  }
+  let current: Node = { state: null, attempt: 0 };
+  while (pool.length > 0) {
+    let index = pool.findIndex((line) => misfit(current, line) === undefined);
+    let gap = 0;
+    if (index < 0) {
+      // A writer may have died after its write: bridge the shortest gap the table allows.
+      for (let i = 0; i < pool.length; i++) {
+        const moves = bridge(current, pool[i] as TraceLine);
+        if (moves !== undefined && (index < 0 || moves < gap)) {
+          index = i;
+          gap = moves;
+        }
+      }
+    }
+    if (index < 0) break;
+    const [line] = pool.splice(index, 1) as [TraceLine];
+    verdict.unlogged += gap;
+    verdict.transitions += 1;
+    current = apply(line);
+  }
+  for (const line of pool) {
+    verdict.rejected.push({ key, line, reason: misfit(current, line) ?? 'does not follow' });
+  }
+}
+
+/**
+ * Replays transition lines grouped by `trace_key` (else `operation_id`).
+ *
+ * @example
+ * ```ts
+ * const verdict = checkTrace(lines);
+ * if (verdict.rejected.length > 0) process.exit(1);
+ * ```
+ */
+export function checkTrace(lines: readonly TraceLine[]): TraceVerdict {
+  const byKey = new Map<string, TraceLine[]>();
+  for (const line of lines) {
+    const key = line.trace_key ?? line.operation_id;
+    const list = byKey.get(key) ?? [];
+    list.push(line);
+    byKey.set(key, list);
+  }
+  const verdict: TraceVerdict = {
+    lines: lines.length,
+    operations: byKey.size,
+    transitions: 0,
+    observations: 0,
+    unlogged: 0,
+    rejected: [],
+  };
+  for (const [key, list] of byKey) replayOne(key, list, verdict);
+  return verdict;
+}
+
+/** Reads a file of JSON lines; lines that are not transition lines (other log records) are skipped. */
+export async function readTraceFile(file: string): Promise<TraceLine[]> {
+  const text = await readFile(file, 'utf8');
+  const lines: TraceLine[] = [];
+  for (const raw of text.split('\n')) {
+    if (raw.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      continue;
+    }
+    if (value && typeof value === 'object' && 'state_after' in value && 'operation_id' in value) {
+      lines.push(value as TraceLine);
+    }
+  }
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const files = process.argv.slice(2);
+  if (files.length === 0) {
+    console.error('usage: tsx scripts/verify/trace-check.ts <log file>...');
+    process.exit(2);
+  }
+  const lines = (await Promise.all(files.map(readTraceFile))).flat();
+  const verdict = checkTrace(lines);
+  printVerdict(verdict);
+  if (verdict.rejected.length > 0) process.exit(1);
+}
+
+/** Prints a verdict: counts, then each rejected line with its reason. */
+export function printVerdict(verdict: TraceVerdict): void {
+  console.log(
+    `trace check: ${verdict.lines} lines checked (${verdict.transitions} transitions, ${verdict.observations} observations) over ${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged, ${verdict.rejected.length} rejected`,
+  );
+  for (const r of verdict.rejected.slice(0, 20)) {
+    console.log(`  REJECTED ${r.key}: ${r.reason}  ${JSON.stringify(r.line)}`);
+  }
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) await main();

@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CHECKS } from '../../scripts/verify/checks';
+import { promelaTransitionTable } from '../../scripts/verify/transition-table';
+
+describe('the SPIN model of the protocol', () => {
+  it('has its transition guards generated from the state machine in states.ts (regenerate if this fails)', () => {
+    const file = path.join(import.meta.dirname, '..', '..', 'model', 'transitions.pml');
+    expect(readFileSync(file, 'utf8')).toBe(promelaTransitionTable());
+  });
+
+  it('every property has a broken variant that must be refuted, so none passes vacuously', () => {
+    const proved = new Set(CHECKS.filter((c) => c.expect === 'holds').map((c) => c.property));
+    const refuted = new Set(CHECKS.filter((c) => c.expect === 'refuted').map((c) => c.property));
+    expect([...proved].sort()).toEqual([...refuted].sort());
+    const model = readFileSync(path.join(import.meta.dirname, '..', '..', 'model', 'ledger.pml'), 'utf8');
+    for (const property of proved) expect(model).toMatch(new RegExp(`ltl ${property} \\{`));
+  });
+});
