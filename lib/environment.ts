@@ -30,6 +30,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     TOOL_LEDGER_APPROVAL_TTL_SECONDS: String(settings.approvalTtl.toSeconds()),
     TOOL_LEDGER_ALLOW_SELF_APPROVAL: String(settings.allowSelfApproval),
     TOOL_LEDGER_ATTENTION_SHARDS: String(settings.attentionShards),
+    TOOL_LEDGER_UNRESOLVED_SHARDS: String(settings.unresolvedShards),
     TOOL_LEDGER_COMMIT_RESERVE_MS: String(COMMIT_RESERVE.toMilliseconds()),
     TOOL_LEDGER_WORKSPACE_DIR: LAMBDA_WORKSPACE_DIR,
     TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow.join(','),

@@ -1,8 +1,16 @@
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  type GlobalSecondaryIndexProps,
+  ProjectionType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
+import { UNRESOLVED_PROJECTION } from '../functions/ledger/index-shards';
 
 /**
  * The ledger table: one item per operation, keyed exactly as functions/ledger/keys.ts writes it, with
@@ -22,7 +30,7 @@ export const TABLE_SCHEMA = {
 export const READ_CACHE_KEY_PREFIX = 'tool-ledger.read#';
 
 /** DynamoDB data-plane actions, by what a handler does; never `dynamodb:*`. */
-export type TableAccess = 'GetItem' | 'PutItem' | 'UpdateItem';
+export type TableAccess = 'GetItem' | 'BatchGetItem' | 'PutItem' | 'UpdateItem';
 
 /** Which GSI a handler queries. */
 export type TableIndex = 'attention' | 'unresolved';
@@ -60,12 +68,23 @@ export class LedgerTable extends Construct {
       deletionProtection: retain,
       removalPolicy: props.removalPolicy,
     });
-    for (const index of [TABLE_SCHEMA.attentionIndex, TABLE_SCHEMA.unresolvedIndex]) {
+    // Each index projects what its reader decides on; the readers fetch the items they act on.
+    const projections: [
+      typeof TABLE_SCHEMA.attentionIndex | typeof TABLE_SCHEMA.unresolvedIndex,
+      Partial<GlobalSecondaryIndexProps>,
+    ][] = [
+      [TABLE_SCHEMA.attentionIndex, { projectionType: ProjectionType.KEYS_ONLY }],
+      [
+        TABLE_SCHEMA.unresolvedIndex,
+        { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...UNRESOLVED_PROJECTION] },
+      ],
+    ];
+    for (const [index, projection] of projections) {
       this.table.addGlobalSecondaryIndex({
+        ...projection,
         indexName: index.name,
         partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
         sortKey: { name: index.sortKey, type: AttributeType.NUMBER },
-        projectionType: ProjectionType.ALL,
       });
     }
   }

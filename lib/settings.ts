@@ -1,6 +1,7 @@
 import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
+import { planShards, type ShardPlan } from './capacity';
 import { checkRetention } from './retention-check';
 import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger';
 
@@ -69,6 +70,10 @@ export interface LedgerSettings {
   approvalTtl: Duration;
   allowSelfApproval: boolean;
   attentionShards: number;
+  /** `unresolved` GSI partitions per tenant, from the declared throughput. */
+  unresolvedShards: number;
+  /** The throughput the shards are planned for. */
+  throughput: ShardPlan;
   reconcileInterval: Duration;
   reconcilerTimeout: Duration;
   webhookAllow: string[];
@@ -94,6 +99,7 @@ export function resolveSettings(props: ToolLedgerProps): LedgerSettings {
   const tenants = resolveTenants(props.tenants ?? {}, problems);
   const executorTimeout = props.executorTimeout ?? Duration.minutes(2);
   const reconcileInterval = props.reconcileInterval ?? Duration.minutes(1);
+  const throughput = planShards(props.declaredThroughput, props.attentionShards, problems);
   const settings: LedgerSettings = {
     tenants,
     queueTenants: [...(props.queueTenants ?? Object.keys(tenants))],
@@ -119,7 +125,9 @@ export function resolveSettings(props: ToolLedgerProps): LedgerSettings {
     leaseGrace: props.leaseGrace ?? Duration.seconds(5),
     approvalTtl: props.approvalTtl ?? Duration.days(1),
     allowSelfApproval: props.allowSelfApproval ?? false,
-    attentionShards: props.attentionShards ?? 8,
+    attentionShards: throughput.attentionShards,
+    unresolvedShards: throughput.unresolvedShards,
+    throughput,
     reconcileInterval,
     // A pass never outlives its tick, so passes rarely overlap (overlap is safe, only wasteful).
     reconcilerTimeout: Duration.seconds(Math.min(reconcileInterval.toSeconds(), 900)),

@@ -13,6 +13,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lambdaBundling } from './bundling';
+import type { DeclaredThroughput } from './capacity';
 import { apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
 import { HandlerFunction } from './handler-function';
 import { LedgerApi } from './ledger-api';
@@ -110,8 +111,20 @@ export interface ToolLedgerProps {
   readonly approvalTtl?: Duration;
   /** Let a requester approve its own operation. @default false */
   readonly allowSelfApproval?: boolean;
-  /** Partitions of the attention GSI (`TOOL_LEDGER_ATTENTION_SHARDS`). @default 8 */
+  /**
+   * Partitions of the attention GSI (`TOOL_LEDGER_ATTENTION_SHARDS`); synth refuses fewer than
+   * `declaredThroughput` needs. Raise it freely; lowering it strands records in the dropped shards.
+   * @default derived from declaredThroughput: max(8, ⌈firstExecutionsPerSecond ÷ 400⌉)
+   */
   readonly attentionShards?: number;
+  /**
+   * The first executions per second the deployment must carry, in all and for its busiest tenant. It
+   * sets the GSI shard counts (`TOOL_LEDGER_ATTENTION_SHARDS`, `TOOL_LEDGER_UNRESOLVED_SHARDS`) so no
+   * index partition is asked for more than 80 % of its 1,000 write units per second; synth refuses a
+   * declaration the shards cannot carry. Only raise it on a live table (see README, Capacity and ceilings).
+   * @default { firstExecutionsPerSecond: 2000, perTenant: 400 }
+   */
+  readonly declaredThroughput?: DeclaredThroughput;
   /** How often the reconciler runs (whole minutes); also its timeout. @default Duration.minutes(1) */
   readonly reconcileInterval?: Duration;
   /** Origins `webhook.post` may call (`https://host[:port]`), `TOOL_LEDGER_WEBHOOK_ALLOW`. @default none */
@@ -264,7 +277,11 @@ export class ToolLedger extends Construct {
     });
     // `attention` and SendMessage also serve POST /v1/reconciliations, which runs the reconciler's pass
     // (SendMessage is needed anyway: an approval enqueues the operation).
-    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved', 'attention']);
+    ledgerTable.grant(
+      api.role,
+      ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      ['unresolved', 'attention'],
+    );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
@@ -296,7 +313,7 @@ export class ToolLedger extends Construct {
       // The next tick is the retry; an immediate async retry would only overlap with it.
       retryAttempts: 0,
     });
-    ledgerTable.grant(reconciler.role, ['GetItem', 'UpdateItem'], ['attention']);
+    ledgerTable.grant(reconciler.role, ['GetItem', 'BatchGetItem', 'UpdateItem'], ['attention']);
     this.queue.grantSendMessages(reconciler.role);
     new Rule(this, 'ReconcileSchedule', {
       description: 'Runs the tool-ledger reconciler',

@@ -93,7 +93,7 @@ describe('ledger table', () => {
           { AttributeName: 'attention_shard', KeyType: 'HASH' },
           { AttributeName: 'attention_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'ALL' },
+        Projection: { ProjectionType: 'KEYS_ONLY' },
       },
       {
         IndexName: 'unresolved',
@@ -101,7 +101,7 @@ describe('ledger table', () => {
           { AttributeName: 'unresolved_tenant', KeyType: 'HASH' },
           { AttributeName: 'unresolved_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'ALL' },
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['state'] },
       },
     ]);
     expect(table.Properties.AttributeDefinitions).toEqual(
@@ -202,13 +202,19 @@ describe('functions', () => {
       TOOL_LEDGER_APPROVAL_TTL_SECONDS: '86400',
       TOOL_LEDGER_ALLOW_SELF_APPROVAL: 'false',
       TOOL_LEDGER_ATTENTION_SHARDS: '8',
+      TOOL_LEDGER_UNRESOLVED_SHARDS: '1',
       POWERTOOLS_SERVICE_NAME: 'tool-ledger',
       POWERTOOLS_METRICS_NAMESPACE: 'ToolLedger',
       NODE_OPTIONS: '--enable-source-maps',
     });
     expect(api.Variables.TOOL_LEDGER_TABLE_NAME).toEqual({ Ref: logicalIdOf('AWS::DynamoDB::Table') });
     const config = loadConfig(env);
-    expect(config).toMatchObject({ retentionSeconds: 2_592_000, syncWaitMs: 25_000, attentionShards: 8 });
+    expect(config).toMatchObject({
+      retentionSeconds: 2_592_000,
+      syncWaitMs: 25_000,
+      attentionShards: 8,
+      unresolvedShards: 1,
+    });
     expect(JSON.parse(env.TOOL_LEDGER_IAM_TENANTS!)).toEqual({
       acme: {
         agents: ['arn:aws:iam::123456789012:role/acme-agent'],
@@ -248,6 +254,7 @@ describe('least privilege', () => {
     expect(onTable.length).toBeGreaterThan(0);
     const allowed = new Set([
       'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
       'dynamodb:Query',
