@@ -363,7 +363,7 @@ export class LedgerStore {
 
   /**
    * The whole items behind index entries, in the entries' order, with consistent BatchGetItem reads
-   * (100 keys a request; unprocessed keys are asked again). An item gone in between is left out.
+   * (100 keys a request; unprocessed keys are asked again with backoff). An item gone in between is left out.
    */
   private async fetchItems(entries: readonly Record<string, unknown>[]): Promise<OperationRecord[]> {
     const found = new Map<string, OperationRecord>();
@@ -371,6 +371,8 @@ export class LedgerStore {
       let keys: Record<string, unknown>[] = entries.slice(i, i + 100).map((e) => ({ pk: e.pk, sk: e.sk }));
       for (let round = 0; keys.length > 0; round++) {
         if (round >= 10) throw new LedgerUnavailableError('the ledger kept keys of a batch read unprocessed');
+        // Unprocessed keys mean the table is throttling: back off before asking again.
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** round, 2_000)));
         const out = await call(() =>
           this.doc.send(
             new BatchGetCommand({
