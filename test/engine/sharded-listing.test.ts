@@ -1,7 +1,9 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../functions/domain/errors';
 import { listUnresolved } from '../../functions/engine/read-operations';
 import { operationKey } from '../../functions/ledger/keys';
+import { mergeShards, type ShardPosition, type ShardQuery } from '../../functions/ledger/sharded-listing';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
@@ -95,6 +97,56 @@ describe('the operators’ listing over a tenant’s unresolved shards', () => {
     }
     await expect(listUnresolved(ledger.deps, 'globex', { limit: 2, cursor })).rejects.toThrow(
       ValidationError,
+    );
+  });
+});
+
+describe('mergeShards (the merge alone, against shards kept in memory)', () => {
+  /** A shard as DynamoDB pages it: `limit` entries evaluated per query, the filter applied after. */
+  function memoryShards(shards: number[][], keep: (at: number) => boolean, limit: number): ShardQuery {
+    return async (shard, from) => {
+      const all = (shards[shard] ?? []).slice().sort((a, b) => b - a);
+      const start = from === undefined ? 0 : all.indexOf(Number(from.unresolved_at)) + 1;
+      const evaluated = all.slice(start, start + limit);
+      const entry = (at: number) => ({
+        pk: `t#${shard}-${at}`,
+        sk: 'op',
+        unresolved_tenant: `t#${shard}`,
+        unresolved_at: at,
+      });
+      const last = evaluated.at(-1);
+      return {
+        entries: evaluated.filter(keep).map(entry),
+        lastKey: start + limit < all.length && last !== undefined ? entry(last) : undefined,
+      };
+    };
+  }
+
+  it('pages every entry once, newest first, whatever the spread, the page size and the filter', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.integer({ min: 0, max: 10_000 }), { maxLength: 60 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (times, shardCount, limit, modulo) => {
+          const shards = Array.from({ length: shardCount }, () => [] as number[]);
+          for (const [i, at] of times.entries()) shards[(at * 7 + i) % shardCount]?.push(at);
+          const keep = (at: number) => at % modulo === 0;
+          const query = memoryShards(shards, keep, limit);
+          const seen: number[] = [];
+          let positions: ShardPosition[] | undefined = shards.map(() => 'start');
+          for (let pages = 0; positions !== undefined; pages++) {
+            expect(pages).toBeLessThan(1_000);
+            const page = await mergeShards(positions, limit, query);
+            expect(page.entries.length).toBeLessThanOrEqual(limit);
+            seen.push(...page.entries.map((e) => Number(e.unresolved_at)));
+            positions = page.positions;
+          }
+          expect(seen).toEqual(times.filter(keep).sort((a, b) => b - a));
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });
