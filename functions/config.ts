@@ -21,6 +21,8 @@ export interface LedgerConfig {
   allowSelfApproval: boolean;
   /** Number of attention GSI shards. */
   attentionShards: number;
+  /** Number of `unresolved` GSI partitions per tenant (1 keeps each tenant in one). */
+  unresolvedShards: number;
   /** A `queued` record not started after this long is enqueued again, ms. */
   queuedStaleMs: number;
   /** First backoff of retries and of reconcile checks, ms; doubles each time. */
@@ -42,6 +44,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     approvalTtlSeconds: int(env, 'TOOL_LEDGER_APPROVAL_TTL_SECONDS', 86_400),
     allowSelfApproval: env.TOOL_LEDGER_ALLOW_SELF_APPROVAL === 'true',
     attentionShards: int(env, 'TOOL_LEDGER_ATTENTION_SHARDS', 8),
+    unresolvedShards: int(env, 'TOOL_LEDGER_UNRESOLVED_SHARDS', 1),
     queuedStaleMs: int(env, 'TOOL_LEDGER_QUEUED_STALE_MS', 120_000),
     retryBaseMs: int(env, 'TOOL_LEDGER_RETRY_BASE_MS', 2_000),
     maxReconcileChecks: int(env, 'TOOL_LEDGER_MAX_RECONCILE_CHECKS', 5),

@@ -32,6 +32,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     TOOL_LEDGER_APPROVAL_TTL_SECONDS: String(settings.approvalTtl.toSeconds()),
     TOOL_LEDGER_ALLOW_SELF_APPROVAL: String(settings.allowSelfApproval),
     TOOL_LEDGER_ATTENTION_SHARDS: String(settings.attentionShards),
+    TOOL_LEDGER_UNRESOLVED_SHARDS: String(settings.unresolvedShards),
     TOOL_LEDGER_COMMIT_RESERVE_MS: String(COMMIT_RESERVE.toMilliseconds()),
     // A queued record is re-enqueued only once its message had time to be received and fail once: a
     // backlog held back by executorMaxConcurrency is not re-enqueued on every reconciler tick.

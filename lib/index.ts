@@ -14,6 +14,7 @@
  */
 
 export { DEFAULT_TOOLS_MODULE } from './bundling';
+export type { DeclaredThroughput } from './capacity';
 export { LAMBDA_WORKSPACE_DIR } from './environment';
 export { ToolLedgerConfigError } from './settings';
 export { type TenantPrincipals, ToolLedger, type ToolLedgerProps } from './tool-ledger';

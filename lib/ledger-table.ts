@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   AttributeType,
   BillingMode,
+  type GlobalSecondaryIndexProps,
   type ITable,
   ProjectionType,
   Table,
@@ -10,6 +11,7 @@ import {
 import { Effect, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
+import { UNRESOLVED_PROJECTION } from '../functions/ledger/index-shards';
 
 /**
  * The ledger table: one item per operation, keyed exactly as functions/ledger/keys.ts writes it, with
@@ -29,7 +31,7 @@ export const TABLE_SCHEMA = {
 export const READ_CACHE_KEY_PREFIX = 'tool-ledger.read#';
 
 /** DynamoDB data-plane actions, by what a handler does; never `dynamodb:*`. */
-export type TableAccess = 'GetItem' | 'PutItem' | 'UpdateItem';
+export type TableAccess = 'GetItem' | 'BatchGetItem' | 'PutItem' | 'UpdateItem';
 
 /** Which GSI a handler queries. */
 export type TableIndex = 'attention' | 'unresolved';
@@ -85,12 +87,23 @@ export class LedgerTable extends Construct {
       deletionProtection: retain,
       removalPolicy: props.removalPolicy,
     });
-    for (const index of [TABLE_SCHEMA.attentionIndex, TABLE_SCHEMA.unresolvedIndex]) {
+    // Each index projects what its reader decides on; the readers fetch the items they act on.
+    const projections: [
+      typeof TABLE_SCHEMA.attentionIndex | typeof TABLE_SCHEMA.unresolvedIndex,
+      Partial<GlobalSecondaryIndexProps>,
+    ][] = [
+      [TABLE_SCHEMA.attentionIndex, { projectionType: ProjectionType.KEYS_ONLY }],
+      [
+        TABLE_SCHEMA.unresolvedIndex,
+        { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...UNRESOLVED_PROJECTION] },
+      ],
+    ];
+    for (const [index, projection] of projections) {
       table.addGlobalSecondaryIndex({
+        ...projection,
         indexName: index.name,
         partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
         sortKey: { name: index.sortKey, type: AttributeType.NUMBER },
-        projectionType: ProjectionType.ALL,
       });
     }
     this.table = table;

@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
+import { planShards, type ShardPlan } from './capacity';
 import { resolveConcurrency } from './concurrency';
 import { LAMBDA_WORKSPACE_DIR } from './environment';
 import { checkBinding } from './principal-binding';
@@ -86,6 +87,10 @@ export interface LedgerSettings {
   approvalTtl: Duration;
   allowSelfApproval: boolean;
   attentionShards: number;
+  /** `unresolved` GSI partitions per tenant, from the declared throughput. */
+  unresolvedShards: number;
+  /** The throughput the shards are planned for. */
+  throughput: ShardPlan;
   reconcileInterval: Duration;
   reconcilerTimeout: Duration;
   webhookAllow: string[];
@@ -155,6 +160,7 @@ export function resolveSettings(
     webhookIdempotentOrigins,
     local: false,
   });
+  const throughput = planShards(props.declaredThroughput, props.attentionShards, problems);
   const settings: LedgerSettings = {
     tenants,
     queueTenants: [...(props.queueTenants ?? Object.keys(tenants))],
@@ -183,7 +189,9 @@ export function resolveSettings(
     leaseGrace: props.leaseGrace ?? Duration.seconds(5),
     approvalTtl: props.approvalTtl ?? Duration.days(1),
     allowSelfApproval: props.allowSelfApproval ?? false,
-    attentionShards: props.attentionShards ?? 8,
+    attentionShards: throughput.attentionShards,
+    unresolvedShards: throughput.unresolvedShards,
+    throughput,
     reconcileInterval,
     // A pass never outlives its tick, so passes rarely overlap (overlap is safe, only wasteful).
     reconcilerTimeout: Duration.seconds(Math.min(reconcileInterval.toSeconds(), 900)),

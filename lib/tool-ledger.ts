@@ -14,6 +14,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { AlarmTopic } from './alarm-topic';
 import { lambdaBundling } from './bundling';
+import type { DeclaredThroughput } from './capacity';
 import type { ReservedConcurrency } from './concurrency';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
 import { HandlerFunction, type HandlerNetwork } from './handler-function';
@@ -160,8 +161,20 @@ export interface ToolLedgerProps {
   readonly approvalTtl?: Duration;
   /** Let a requester approve its own operation. @default false */
   readonly allowSelfApproval?: boolean;
-  /** Partitions of the attention GSI (`TOOL_LEDGER_ATTENTION_SHARDS`). @default 8 */
+  /**
+   * Partitions of the attention GSI (`TOOL_LEDGER_ATTENTION_SHARDS`); synth refuses fewer than
+   * `declaredThroughput` needs. Raise it freely; lowering it strands records in the dropped shards.
+   * @default derived from declaredThroughput: max(8, ⌈firstExecutionsPerSecond ÷ 400⌉)
+   */
   readonly attentionShards?: number;
+  /**
+   * The first executions per second the deployment must carry, in all and for its busiest tenant. It
+   * sets the GSI shard counts (`TOOL_LEDGER_ATTENTION_SHARDS`, `TOOL_LEDGER_UNRESOLVED_SHARDS`) so no
+   * index partition is asked for more than 80 % of its 1,000 write units per second; synth refuses a
+   * declaration the shards cannot carry. Only raise it on a live table (see README, Capacity and ceilings).
+   * @default { firstExecutionsPerSecond: 2000, perTenant: 400 }
+   */
+  readonly declaredThroughput?: DeclaredThroughput;
   /** How often the reconciler runs (whole minutes); also its timeout. @default Duration.minutes(1) */
   readonly reconcileInterval?: Duration;
   /** Origins `webhook.post` may call (`https://host[:port]`), `TOOL_LEDGER_WEBHOOK_ALLOW`. @default none */
@@ -399,8 +412,9 @@ export class ToolLedger extends Construct {
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
     });
     // POST /v1/reconciliations runs a pass over the caller's tenant through `unresolved`, never the
-    // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues).
-    ledgerTable.grant(api.role, ['GetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
+    // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues). The
+    // indexes project keys (and the states filtered on): readers fetch whole items with BatchGetItem.
+    ledgerTable.grant(api.role, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
@@ -436,7 +450,12 @@ export class ToolLedger extends Construct {
       retryAttempts: 0,
       maxEventAge: Duration.seconds(Math.max(60, settings.reconcileInterval.toSeconds())),
     });
-    ledgerTable.grant(reconciler.role, ['GetItem', 'UpdateItem'], ['attention'], ['unresolved']);
+    ledgerTable.grant(
+      reconciler.role,
+      ['GetItem', 'BatchGetItem', 'UpdateItem'],
+      ['attention'],
+      ['unresolved'],
+    );
     this.queue.grantSendMessages(reconciler.role);
     // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.
     this.senders.trust(api.role);

@@ -68,6 +68,7 @@ export async function listUnresolved(deps: LedgerDeps, tenant: string, options: 
     do {
       const page = await deps.store.listUnresolved(tenant, {
         limit: limit - items.length,
+        shards: deps.config.unresolvedShards,
         ...(state ? { state } : {}),
         ...(next ? { cursor: next } : {}),
       });

@@ -114,7 +114,13 @@ export async function reconcilePass(
       const page =
         options.tenant === undefined
           ? await deps.store.queryAttention(shard, req.now, options.pageSize ?? 100, cursor)
-          : await deps.store.queryTenantAttention(options.tenant, req.now, options.pageSize ?? 100, cursor);
+          : await deps.store.queryTenantAttention(
+              options.tenant,
+              req.now,
+              options.pageSize ?? 100,
+              cursor,
+              deps.config.unresolvedShards,
+            );
       summary.pages += 1;
       summary.read += page.items.length;
       progress.read += page.items.length;

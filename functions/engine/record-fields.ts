@@ -1,6 +1,7 @@
 import type { LedgerConfig } from '../config';
 import type { OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
+import { unresolvedPartition } from '../ledger/index-shards';
 import { attentionShard } from '../ledger/keys';
 
 /**
@@ -13,7 +14,7 @@ export function unresolvedFields(
   attentionAt: number | undefined,
 ): Partial<OperationRecord> {
   const fields: Partial<OperationRecord> = {
-    unresolved_tenant: record.tenant,
+    unresolved_tenant: unresolvedPartition(record.tenant, record.pk, config.unresolvedShards),
     unresolved_at: Date.parse(record.created_at),
   };
   if (attentionAt !== undefined) {

@@ -4,6 +4,7 @@ import {
   type DynamoDBServiceException,
 } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -20,8 +21,10 @@ import {
   type OperationState,
   type TransitionName,
 } from '../domain/states';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor, InvalidCursorError } from './cursor';
+import { unresolvedPartitions } from './index-shards';
 import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
+import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
 
 /** Key of one operation item. */
 export interface ItemKey {
@@ -285,75 +288,166 @@ export class LedgerStore {
 
   /**
    * One page of the attention GSI for a shard: records whose `attention_at` is at or before `dueBy`,
-   * oldest first. Cost grows with the unresolved records, never with the table.
+   * oldest first. Cost grows with the unresolved records, never with the table. The index holds keys
+   * only, so the page's items are then read whole with one consistent BatchGetItem; a record that
+   * left the reconciler's view (or is no longer due) in between is dropped.
    */
   async queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
-    return this.query({
-      TableName: this.tableName,
-      IndexName: ATTENTION_INDEX,
-      KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
-      ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, {
-        partition: { attribute: 'attention_shard', value: shard },
-        sortAttribute: 'attention_at',
-      }),
-    });
+    const out = await call(() =>
+      this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: ATTENTION_INDEX,
+          KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
+          ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
+          Limit: limit,
+          ExclusiveStartKey: decodeCursor(cursor, {
+            partition: { attribute: 'attention_shard', value: shard },
+            sortAttribute: 'attention_at',
+          }),
+        }),
+      ),
+    );
+    const items = (await this.fetchItems(out.Items ?? [])).filter(
+      (r) => r.attention_shard === shard && r.attention_at !== undefined && r.attention_at <= dueBy,
+    );
+    return { items, cursor: out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined };
   }
 
   /**
    * One page of one tenant's records that are due (`attention_at <= dueBy`), through the tenant's
    * unresolved index: a pass an operator asks for reads its own tenant's records and no one else's.
-   * Its cost grows with the tenant's unresolved records (the filter runs after the read).
+   * Its cost grows with the tenant's unresolved records (the filter runs after the read). With the
+   * tenant's entries spread over `shards` partitions, the cursor names the partition it is in
+   * (`<n>.<key cursor>`), so one pass reads them one after another.
    */
-  async queryTenantAttention(tenant: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
-    return this.query({
-      TableName: this.tableName,
-      IndexName: UNRESOLVED_INDEX,
-      KeyConditionExpression: 'unresolved_tenant = :tenant',
-      FilterExpression: 'attention_at <= :due',
-      ExpressionAttributeValues: { ':tenant': tenant, ':due': dueBy },
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, {
-        partition: { attribute: 'unresolved_tenant', value: tenant },
-        sortAttribute: 'unresolved_at',
-        tenant,
-      }),
-    });
+  async queryTenantAttention(
+    tenant: string,
+    dueBy: number,
+    limit: number,
+    cursor?: string,
+    shards = 1,
+  ): Promise<Page> {
+    const partitions = unresolvedPartitions(tenant, shards);
+    let shard = 0;
+    let keyCursor = cursor;
+    if (cursor !== undefined && shards > 1) {
+      const match = /^(\d{1,3})\.([A-Za-z0-9_-]*)$/.exec(cursor);
+      shard = match ? Number(match[1]) : -1;
+      if (!match || shard >= partitions.length) throw new InvalidCursorError();
+      keyCursor = match[2] === '' ? undefined : match[2];
+    }
+    const partition = partitions[shard] as string;
+    const out = await call(() =>
+      this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: UNRESOLVED_INDEX,
+          KeyConditionExpression: 'unresolved_tenant = :tenant',
+          FilterExpression: 'attention_at <= :due',
+          ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
+          Limit: limit,
+          ExclusiveStartKey: decodeCursor(keyCursor, {
+            partition: { attribute: 'unresolved_tenant', value: partition },
+            sortAttribute: 'unresolved_at',
+            tenant,
+          }),
+        }),
+      ),
+    );
+    const items = (await this.fetchItems(out.Items ?? [])).filter(
+      (r) => r.tenant === tenant && r.attention_at !== undefined && r.attention_at <= dueBy,
+    );
+    const next = out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined;
+    if (shards <= 1) return { items, cursor: next };
+    if (next !== undefined) return { items, cursor: `${shard}.${next}` };
+    return { items, cursor: shard + 1 < partitions.length ? `${shard + 1}.` : undefined };
   }
 
-  /** One page of a tenant's unresolved records, newest first, optionally of one state. */
+  /**
+   * One page of a tenant's unresolved records, newest first, optionally of one state. The index
+   * projects the state alone (the filter needs it); the page's items are then read whole with one
+   * consistent BatchGetItem, and a record resolved in between is dropped. With `shards` above 1 the
+   * tenant's entries are spread over that many partitions, read together and merged newest first.
+   */
   async listUnresolved(
     tenant: string,
-    options: { state?: OperationState; limit: number; cursor?: string },
+    options: { state?: OperationState; limit: number; cursor?: string; shards?: number },
   ): Promise<Page> {
-    const input: QueryCommandInput = {
-      TableName: this.tableName,
-      IndexName: UNRESOLVED_INDEX,
-      KeyConditionExpression: 'unresolved_tenant = :tenant',
-      ExpressionAttributeValues: { ':tenant': tenant },
-      ScanIndexForward: false,
-      Limit: options.limit,
-      ExclusiveStartKey: decodeCursor(options.cursor, {
-        partition: { attribute: 'unresolved_tenant', value: tenant },
-        sortAttribute: 'unresolved_at',
-        tenant,
-      }),
+    const shards = options.shards ?? 1;
+    const partitions = unresolvedPartitions(tenant, shards);
+    const queryShard = async (shard: number, from: Record<string, unknown> | undefined) => {
+      const input: QueryCommandInput = {
+        TableName: this.tableName,
+        IndexName: UNRESOLVED_INDEX,
+        KeyConditionExpression: 'unresolved_tenant = :tenant',
+        ExpressionAttributeValues: { ':tenant': partitions[shard] },
+        ScanIndexForward: false,
+        Limit: options.limit,
+        ExclusiveStartKey: from,
+      };
+      if (options.state !== undefined) {
+        input.FilterExpression = '#state = :state';
+        input.ExpressionAttributeNames = { '#state': 'state' };
+        (input.ExpressionAttributeValues as Record<string, unknown>)[':state'] = options.state;
+      }
+      const out = await call(() => this.doc.send(new QueryCommand(input)));
+      return { entries: out.Items ?? [], lastKey: out.LastEvaluatedKey };
     };
-    if (options.state !== undefined) {
-      input.FilterExpression = '#state = :state';
-      input.ExpressionAttributeNames = { '#state': 'state' };
-      (input.ExpressionAttributeValues as Record<string, unknown>)[':state'] = options.state;
+    let entries: Record<string, unknown>[];
+    let cursor: string | undefined;
+    if (shards <= 1) {
+      const page = await queryShard(
+        0,
+        decodeCursor(options.cursor, {
+          partition: { attribute: 'unresolved_tenant', value: tenant },
+          sortAttribute: 'unresolved_at',
+          tenant,
+        }),
+      );
+      entries = page.entries;
+      cursor = page.lastKey ? encodeCursor(page.lastKey) : undefined;
+    } else {
+      const positions = decodeShardedCursor(options.cursor, partitions, tenant);
+      const merged = await mergeShards(positions, options.limit, queryShard);
+      entries = merged.entries;
+      cursor = merged.positions ? encodeCursor({ shards: merged.positions }) : undefined;
     }
-    return this.query(input);
+    const items = (await this.fetchItems(entries)).filter(
+      (r) => r.unresolved_tenant !== undefined && (options.state === undefined || r.state === options.state),
+    );
+    return { items, cursor };
   }
 
-  private async query(input: QueryCommandInput): Promise<Page> {
-    const out = await call(() => this.doc.send(new QueryCommand(input)));
-    return {
-      items: (out.Items ?? []) as OperationRecord[],
-      cursor: out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined,
-    };
+  /**
+   * The whole items behind index entries, in the entries' order, with consistent BatchGetItem reads
+   * (100 keys a request; unprocessed keys are asked again with backoff). An item gone in between is left out.
+   */
+  private async fetchItems(entries: readonly Record<string, unknown>[]): Promise<OperationRecord[]> {
+    const found = new Map<string, OperationRecord>();
+    for (let i = 0; i < entries.length; i += 100) {
+      let keys: Record<string, unknown>[] = entries.slice(i, i + 100).map((e) => ({ pk: e.pk, sk: e.sk }));
+      for (let round = 0; keys.length > 0; round++) {
+        if (round >= 10) throw new LedgerUnavailableError('the ledger kept keys of a batch read unprocessed');
+        // Unprocessed keys mean the table is throttling: back off before asking again.
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** round, 2_000)));
+        const out = await call(() =>
+          this.doc.send(
+            new BatchGetCommand({
+              RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
+            }),
+          ),
+        );
+        for (const item of (out.Responses?.[this.tableName] ?? []) as OperationRecord[]) {
+          found.set(`${item.pk}\u0000${item.sk}`, item);
+        }
+        keys = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, unknown>[];
+      }
+    }
+    return entries.flatMap((e) => {
+      const item = found.get(`${String(e.pk)}\u0000${String(e.sk)}`);
+      return item ? [item] : [];
+    });
   }
 }
 
@@ -374,4 +468,45 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
 
 function isValidationException(error: unknown): boolean {
   return (error as DynamoDBServiceException | undefined)?.name === 'ValidationException';
+}
+
+/**
+ * Decodes a cursor of a sharded listing: one position per shard of this tenant, each `start`, `done`
+ * or an index key of that very shard (checked by the cursor codec as a single-shard key is). Anything
+ * else is {@link InvalidCursorError}.
+ */
+function decodeShardedCursor(
+  cursor: string | undefined,
+  partitions: readonly string[],
+  tenant: string,
+): ShardPosition[] {
+  if (cursor === undefined) return partitions.map(() => 'start');
+  if (cursor.length > 16_384 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new InvalidCursorError();
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw new InvalidCursorError();
+  }
+  const shards = (value as { shards?: unknown } | null)?.shards;
+  if (
+    !value ||
+    typeof value !== 'object' ||
+    Object.keys(value).length !== 1 ||
+    !Array.isArray(shards) ||
+    shards.length !== partitions.length
+  ) {
+    throw new InvalidCursorError();
+  }
+  return shards.map((p: unknown, n): ShardPosition => {
+    if (p === 'start' || p === 'done') return p;
+    if (p === null || typeof p !== 'object' || Array.isArray(p)) throw new InvalidCursorError();
+    const key = decodeCursor(encodeCursor(p as Record<string, unknown>), {
+      partition: { attribute: LISTING_KEY_ATTRIBUTES[2], value: partitions[n] as string },
+      sortAttribute: LISTING_KEY_ATTRIBUTES[3],
+      tenant,
+    });
+    if (key === undefined) throw new InvalidCursorError();
+    return key;
+  });
 }

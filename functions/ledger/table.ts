@@ -7,6 +7,7 @@ import {
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
+import { UNRESOLVED_PROJECTION } from './index-shards';
 import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
 
 /**
@@ -36,7 +37,8 @@ export function ledgerTableDefinition(tableName: string): CreateTableCommandInpu
           { AttributeName: 'attention_shard', KeyType: 'HASH' },
           { AttributeName: 'attention_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'ALL' },
+        // The reconciler reads the items it acts on (consistent BatchGetItem): keys are all it needs.
+        Projection: { ProjectionType: 'KEYS_ONLY' },
       },
       {
         IndexName: UNRESOLVED_INDEX,
@@ -44,7 +46,8 @@ export function ledgerTableDefinition(tableName: string): CreateTableCommandInpu
           { AttributeName: 'unresolved_tenant', KeyType: 'HASH' },
           { AttributeName: 'unresolved_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'ALL' },
+        // The listing filters on the state, then reads the page's items whole.
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...UNRESOLVED_PROJECTION] },
       },
     ],
   };

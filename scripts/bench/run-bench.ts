@@ -5,6 +5,7 @@ import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@
 import { ensureLedgerTable, ledgerTableDefinition } from '../../functions/ledger/table';
 import { benchReadTool, benchWriteTool, EffectLog } from './bench-tools';
 import { CallCounter } from './call-counter';
+import { capacityMarkdown, capacityTable } from './capacity';
 import { coldStart } from './cold-start';
 import { crashThenRetry } from './crash-scenario';
 import { startBenchDynalite } from './dynalite-server';
@@ -107,6 +108,19 @@ export async function runBench(): Promise<void> {
     }
     const skipped = sizes.length < 3 ? '100,000: skipped in a smoke run (BENCH_SCALE < 0.5)' : undefined;
 
+    let capacity: Awaited<ReturnType<typeof capacityTable>> = [];
+    if (!only || only.includes('capacity')) {
+      const t = performance.now();
+      capacity = await capacityTable(
+        () => db.newClient(),
+        new EffectLog(),
+        new EffectLog(),
+        [1024, 32 * 1024],
+        20,
+      );
+      progress(`capacity: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+
     let bundles: Awaited<ReturnType<typeof coldStart>> = [];
     if (!only || only.includes('cold-start')) {
       const t = performance.now();
@@ -151,6 +165,20 @@ export async function runBench(): Promise<void> {
       '',
       reconcilerTable(costs, skipped),
       '',
+      '### Capacity per operation',
+      '',
+      'Mean capacity units per operation over 20 operations, measured in the same run for both sides.',
+      'Table units are what dynalite reports with `ReturnConsumedCapacity: TOTAL` (a write whose',
+      'condition fails is charged ⌈item size ÷ 1 KB⌉, at least 1, as DynamoDB charges it; dynalite',
+      'reports nothing with the error). dynalite has no index capacity to report, so index writes are',
+      'counted from the item before and after each write: a put when the item enters an index, a',
+      'delete when it leaves, both when its index key changes, one when only a projected attribute',
+      'changes, each ⌈projected size ÷ 1 KB⌉. Reads include the GetItem after a failed conditional',
+      'write that dynalite needs and DynamoDB does not (it returns the old item), and every query of a',
+      'reconciler pass (all 8 attention shards). Arguments are random hex, so nothing compresses.',
+      '',
+      capacityMarkdown(capacity),
+      '',
       '### Cold start',
       '',
       'esbuild, platform node, ESM, target node22, minified, `@aws-sdk/*` external (as lib/bundling.ts',
@@ -170,7 +198,7 @@ export async function runBench(): Promise<void> {
     }));
     writeFileSync(
       outFile.replace(/\.md$/, '.json'),
-      JSON.stringify({ scenarios: raw, reconciler: costs, bundles }),
+      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles }),
     );
     progress(`written to ${path.relative(process.cwd(), outFile)}`);
   } finally {

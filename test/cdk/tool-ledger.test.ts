@@ -96,7 +96,7 @@ describe('ledger table', () => {
           { AttributeName: 'attention_shard', KeyType: 'HASH' },
           { AttributeName: 'attention_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'ALL' },
+        Projection: { ProjectionType: 'KEYS_ONLY' },
       },
       {
         IndexName: 'unresolved',
@@ -104,7 +104,7 @@ describe('ledger table', () => {
           { AttributeName: 'unresolved_tenant', KeyType: 'HASH' },
           { AttributeName: 'unresolved_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'ALL' },
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['state'] },
       },
     ]);
     expect(table.Properties.AttributeDefinitions).toEqual(
@@ -205,13 +205,19 @@ describe('functions', () => {
       TOOL_LEDGER_APPROVAL_TTL_SECONDS: '86400',
       TOOL_LEDGER_ALLOW_SELF_APPROVAL: 'false',
       TOOL_LEDGER_ATTENTION_SHARDS: '8',
+      TOOL_LEDGER_UNRESOLVED_SHARDS: '1',
       POWERTOOLS_SERVICE_NAME: 'Ledger-ToolLedger',
       POWERTOOLS_METRICS_NAMESPACE: 'ToolLedger',
       NODE_OPTIONS: '--enable-source-maps',
     });
     expect(api.Variables.TOOL_LEDGER_TABLE_NAME).toEqual({ Ref: logicalIdOf('AWS::DynamoDB::Table') });
     const config = loadConfig(env);
-    expect(config).toMatchObject({ retentionSeconds: 2_592_000, syncWaitMs: 25_000, attentionShards: 8 });
+    expect(config).toMatchObject({
+      retentionSeconds: 2_592_000,
+      syncWaitMs: 25_000,
+      attentionShards: 8,
+      unresolvedShards: 1,
+    });
     // Every ARN of the example is known at synth: all of them are bundled, none in the 4 KB environment.
     expect(JSON.parse(env.TOOL_LEDGER_IAM_TENANTS!)).toEqual({});
     expect(env.TOOL_LEDGER_IAM_TENANTS_FILE).toBe('/var/task/tool-ledger-tenants.json');
@@ -254,6 +260,7 @@ describe('least privilege', () => {
     expect(onTable.length).toBeGreaterThan(0);
     const allowed = new Set([
       'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
       'dynamodb:Query',
