@@ -338,7 +338,12 @@ export async function expireLease(
     tool,
     {
       transition: 'expire_lease',
-      expect: { states: ['pending'], attempt: record.attempt, leaseExpiredBefore: req.now },
+      expect: {
+        states: ['pending'],
+        attempt: record.attempt,
+        leaseExpiredBefore: req.now,
+        reservationId: record.reservation_id,
+      },
       to: 'uncertain',
       set: { outcome_code: 'lease_expired', updated_at: iso(req.now), attention_at: req.now },
     },
@@ -387,7 +392,14 @@ export async function changeState(
     req,
     record,
     tool,
-    { transition: change.transition, expect: change.expect, to: change.to, set, remove },
+    {
+      transition: change.transition,
+      // Decisions (reconciler, operators, approvers) are bound to the reservation they read.
+      expect: { reservationId: record.reservation_id, ...change.expect },
+      to: change.to,
+      set,
+      remove,
+    },
     { code: change.code },
   );
 }
@@ -412,6 +424,7 @@ export async function deferAttention(
       expect: {
         states: [record.state],
         attempt: record.attempt,
+        reservationId: record.reservation_id,
         ...(record.attention_at === undefined ? {} : { attentionAt: record.attention_at }),
         ...expect,
       },

@@ -45,6 +45,11 @@ export interface Expectation {
   reconcileChecks?: number;
   /** Only while `attention_at` is exactly this: the reconciler's optimistic lock on a due record. */
   attentionAt?: number;
+  /**
+   * Only while the record is still this reservation: a decision read from one operation never lands on
+   * a new operation that reused the expired key, however long the decision took.
+   */
+  reservationId?: string;
 }
 
 /** One conditional transition of one item. */
@@ -233,6 +238,12 @@ export class LedgerStore {
       names['#attention_at'] = 'attention_at';
       values[':attention_at'] = write.expect.attentionAt;
       conditions.push('#attention_at = :attention_at');
+    }
+
+    if (write.expect.reservationId !== undefined) {
+      names['#reservation_id'] = 'reservation_id';
+      values[':reservation_id'] = write.expect.reservationId;
+      conditions.push('#reservation_id = :reservation_id');
     }
 
     let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';
