@@ -12,7 +12,6 @@ export const READY_LINE =
   /^tool-ledger ready api=(http:\/\/127\.0\.0\.1:\d+) sqs=(http:\/\/127\.0\.0\.1:\d+) queue=(\S+) dynamodb=(http:\/\/127\.0\.0\.1:\d+) table=(\S+)$/;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TSX_CLI = fileURLToPath(new URL('../node_modules/tsx/dist/cli.mjs', import.meta.url));
 
 /** Groups still running in this worker, killed when it exits whatever happened to the test. */
 const live = new Set<number>();
@@ -61,7 +60,7 @@ export interface StartOptions {
 }
 
 /**
- * Starts `tsx functions/local/main.ts` with `PORT=0` and waits for its ready line.
+ * Starts `node --import tsx functions/local/main.ts` with `PORT=0` and waits for its ready line.
  *
  * @example
  * ```ts
@@ -71,7 +70,10 @@ export interface StartOptions {
  * ```
  */
 export async function startLocalStack(options: StartOptions): Promise<LocalStackProcess> {
-  const child = spawn(process.execPath, [TSX_CLI, 'functions/local/main.ts'], {
+  // Node itself with tsx's loader, not the tsx CLI: the CLI is a parent process that relays signals and
+  // SIGKILLs a child that is slow to acknowledge one, so on a busy machine a clean SIGTERM stop could
+  // end as exit 143. Here the signal reaches local mode directly.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/local/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,

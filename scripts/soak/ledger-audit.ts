@@ -2,6 +2,7 @@ import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { OperationRecord } from '../../functions/domain/operation';
 import { isTerminal } from '../../functions/domain/states';
+import { UNRESOLVED_PROJECTION } from '../../functions/ledger/index-shards';
 import { ATTENTION_INDEX, UNRESOLVED_INDEX } from '../../functions/ledger/keys';
 
 /**
@@ -14,6 +15,12 @@ import { ATTENTION_INDEX, UNRESOLVED_INDEX } from '../../functions/ledger/keys';
 const INDEX_KEYS: Record<string, readonly (keyof OperationRecord)[]> = {
   [ATTENTION_INDEX]: ['attention_shard', 'attention_at'],
   [UNRESOLVED_INDEX]: ['unresolved_tenant', 'unresolved_at'],
+};
+
+/** The other attributes each index projects (what its entries can show wrongly). */
+const INDEX_PROJECTED: Record<string, readonly string[]> = {
+  [ATTENTION_INDEX]: [],
+  [UNRESOLVED_INDEX]: UNRESOLVED_PROJECTION,
 };
 
 /** What an audit found; every count must be 0. */
@@ -61,13 +68,19 @@ export async function auditIndexes(endpoint: string, tableName: string): Promise
       shown.set(index, faithful);
       for (const row of await scan(client, tableName, index)) {
         const record = byPk.get(row.pk);
+        // An entry is faithful when every attribute it holds (its keys and what the index projects)
+        // is the record's: that is all a reader of the index can see.
+        const projected = INDEX_PROJECTED[index] ?? [];
         const same =
           record !== undefined &&
           keys.every((k) => record[k] !== undefined && record[k] === row[k]) &&
-          record.state === row.state &&
-          record.updated_at === row.updated_at;
+          projected.every(
+            (a) =>
+              (record as unknown as Record<string, unknown>)[a] ===
+              (row as unknown as Record<string, unknown>)[a],
+          );
         if (same) faithful.add(row.pk);
-        else audit.staleEntries.push(row.operation_id);
+        else audit.staleEntries.push(row.pk);
       }
     }
     for (const record of records) {

@@ -68,11 +68,13 @@ describe('API resource policy', () => {
       'POST /v1/operations',
       'GET /v1/operations/{id}',
       'GET /v1/tools',
+      'POST /mcp',
     ]);
     expect(routesFor(statements, role('acme-approver'))).toEqual([
       'GET /v1/operations/{id}',
       'POST /v1/operations/{id}/approval',
       'GET /v1/tools',
+      'POST /mcp',
     ]);
     expect(routesFor(statements, role('acme-ops'))).toEqual([
       'GET /v1/operations',
@@ -80,6 +82,7 @@ describe('API resource policy', () => {
       'POST /v1/operations/{id}/resolution',
       'POST /v1/reconciliations',
       'GET /v1/tools',
+      'POST /mcp',
     ]);
     // An admin of the account with execute-api:* is still refused: the Deny wins over identity policies.
     expect(routesFor(statements, role('Admin'))).toEqual([]);
@@ -99,6 +102,7 @@ describe('API resource policy', () => {
       'POST /v1/operations',
       'GET /v1/operations/{id}',
       'GET /v1/tools',
+      'POST /mcp',
     ]);
   });
 
