@@ -61,6 +61,8 @@ export interface Operation {
   resolved_by?: string;
   reconciled?: boolean;
   lease_expires_at?: string;
+  /** Present while a person must act: an operator (`needs_reconciliation`) or an approver. */
+  action_required?: 'operator_resolution' | 'approval';
   arguments?: unknown;
   [extra: string]: unknown;
 }

@@ -63,9 +63,10 @@ export { bearerToken } from './signer';
 export type {
   CallInput,
   CallOutcome,
+  CallResultKind,
   ListOptions,
   Resolution,
   ToolLedgerClientOptions,
   WaitOptions,
 } from './tool-ledger-client';
-export { ToolLedgerClient } from './tool-ledger-client';
+export { callResultKind, ToolLedgerClient } from './tool-ledger-client';

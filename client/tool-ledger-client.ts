@@ -63,8 +63,31 @@ export interface CallInput {
   signal?: AbortSignal;
 }
 
+/**
+ * What a call came to, for code that branches on it. Mind `failed`: the API answers a terminal failure
+ * with 201 (the operation is settled), so a status check or `res.ok` would read it as a success.
+ *
+ * | outcome | states | HTTP |
+ * | --- | --- | --- |
+ * | `succeeded` | `succeeded` | 201 |
+ * | `failed` | `failed_terminal` | 201 |
+ * | `rejected` | `rejected` (approval denied or expired) | 201 |
+ * | `not_settled` | every other state: queued, waiting for approval, uncertain, with an operator | 202 |
+ */
+export type CallResultKind = 'succeeded' | 'failed' | 'rejected' | 'not_settled';
+
+/** The {@link CallResultKind} of an operation's state. */
+export function callResultKind(state: OperationState): CallResultKind {
+  if (state === 'succeeded') return 'succeeded';
+  if (state === 'failed_terminal') return 'failed';
+  if (state === 'rejected') return 'rejected';
+  return 'not_settled';
+}
+
 /** What `call` returns. */
 export interface CallOutcome {
+  /** What it came to: `failed` is a terminal failure although the HTTP status was 201. */
+  outcome: CallResultKind;
   /** The operation as the server reported it; `operation.state` may be non-terminal (202). */
   operation: Operation;
   /** True when this request did not run the effect: an earlier attempt or request did. */
@@ -217,6 +240,7 @@ export class ToolLedgerClient {
     const operation = parseOperation(response);
     const replayedHeader = response.headers.get('idempotent-replayed')?.trim().toLowerCase();
     const outcome: CallOutcome = {
+      outcome: callResultKind(operation.state),
       operation,
       replayed: operation.replayed === true || replayedHeader === 'true' || replayedHeader === '?1',
       status: response.status,

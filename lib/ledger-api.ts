@@ -152,6 +152,14 @@ export class LedgerApi extends Construct {
     // A REST API's resource policy takes effect only with a new deployment: tie the deployment's
     // identity to the policy, so a change of tenants redeploys the stage.
     this.api.latestDeployment?.addToLogicalId({ policy: Stack.of(this).resolve(policy.toJSON()) });
+    if (Object.keys(props.tenants).length === 0) {
+      Annotations.of(this).addWarningV2(
+        'tool-ledger:no-tenants',
+        'No tenant is bound, so nobody can call this deployment (the resource policy refuses every ' +
+          'principal): pass tenants, e.g. { acme: { agents: [agentRoleArn], operators: [opsRoleArn] } } ' +
+          '(or the toolLedger:tenants context of bin/app.ts).',
+      );
+    }
     const policyLength = JSON.stringify(Stack.of(this).resolve(policy.toJSON())).length;
     if (policyLength > RESOURCE_POLICY_MAX_LENGTH) {
       Annotations.of(this).addWarningV2(

@@ -118,6 +118,12 @@ export interface OperationView {
   lease_expires_at?: string;
   history?: HistoryEntry[];
   arguments?: unknown;
+  /**
+   * Present while the operation waits for a person: `operator_resolution` in `needs_reconciliation`
+   * (the reconciler could not decide; an operator must resolve it, sending the attempt shown), or
+   * `approval` in `awaiting_approval`. Retrying the call cannot move it.
+   */
+  action_required?: 'operator_resolution' | 'approval';
 }
 
 /** Options for {@link toView}. */
@@ -158,6 +164,8 @@ export function toView(record: OperationRecord, options: ViewOptions = {}): Oper
   if (record.state === 'pending' && record.lease_expires_at !== undefined) {
     view.lease_expires_at = new Date(record.lease_expires_at).toISOString();
   }
+  if (record.state === 'needs_reconciliation') view.action_required = 'operator_resolution';
+  if (record.state === 'awaiting_approval') view.action_required = 'approval';
   if (options.includeHistory && record.history) view.history = record.history;
   if (options.includeArguments) view.arguments = JSON.parse(record.arguments);
   return view;

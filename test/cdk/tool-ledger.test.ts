@@ -104,7 +104,7 @@ describe('ledger table', () => {
           { AttributeName: 'unresolved_tenant', KeyType: 'HASH' },
           { AttributeName: 'unresolved_at', KeyType: 'RANGE' },
         ],
-        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['state'] },
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['state', 'attention_at'] },
       },
     ]);
     expect(table.Properties.AttributeDefinitions).toEqual(
