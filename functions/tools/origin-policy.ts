@@ -226,7 +226,14 @@ export class OriginPolicy {
       return { ok: false, reason: 'must not contain credentials (userinfo)' };
     }
     const origin = this.match(url);
-    if (!origin) return { ok: false, reason: 'the origin (scheme, host and port) is not allowed' };
+    if (!origin) {
+      return {
+        ok: false,
+        reason:
+          'the origin (scheme, host and port) is not allowed: add it to TOOL_LEDGER_WEBHOOK_ALLOW in local mode, ' +
+          "or to the construct's webhookAllow on AWS",
+      };
+    }
     if (this.reserved?.namedBy(url)) {
       return { ok: false, reason: 'names a service endpoint of the ledger itself, which tools never reach' };
     }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearerToken, ToolLedgerClient, ToolLedgerRequestError } from '../../client/index';
+import { webhookPost } from '../../functions/tools/webhook-post';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type TestApi, testApi, testContext, toEvent } from './support';
@@ -79,6 +80,22 @@ describe('validation problems name the field and the parameter', () => {
     });
     expect(response.status).toBe(400);
     expect(JSON.stringify(response.body)).not.toContain('<<<');
+  });
+
+  it('a refused webhook origin names the setting that allows it (and not the URL)', async () => {
+    const hook = webhookPost({ webhookAllow: ['http://127.0.0.1'], local: true });
+    const withHook = await testApi(db.client, [hook]);
+    const response = await withHook.call({
+      method: 'POST',
+      path: '/v1/operations',
+      key: 'hook-1',
+      body: { tool: 'webhook.post', arguments: { url: 'https://secret-host.example/hook', json: {} } },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.detail).toContain('TOOL_LEDGER_WEBHOOK_ALLOW');
+    expect(response.body.detail).toContain('webhookAllow');
+    expect(JSON.stringify(response.body)).not.toContain('secret-host');
+    expect(await withHook.recordCount()).toBe(0);
   });
 
   it("the client's error message carries the problem's detail", async () => {
