@@ -80,7 +80,8 @@ export async function auditIndexes(endpoint: string, tableName: string): Promise
               (row as unknown as Record<string, unknown>)[a],
           );
         if (same) faithful.add(row.pk);
-        else audit.staleEntries.push(row.pk);
+        // Entries hold no operation_id of their own (the indexes project keys): it follows the tenant in pk.
+        else audit.staleEntries.push(row.pk.slice(row.pk.indexOf('#') + 1));
       }
     }
     for (const record of records) {

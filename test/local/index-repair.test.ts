@@ -123,10 +123,12 @@ describe('start-up repair of the indexes', () => {
     // Same index keys, new content: the entries were rewritten with a state the item does not have.
     await crashBetween(path, queued, { ...queued, state: 'pending', updated_at: 't2' }, 'after-puts');
     const before = await audit(path);
-    expect(before.staleEntries.sort()).toEqual(['a', 'a', 'c', 'c']);
+    // `attention` holds keys only, so c's entry there (same keys) shows nothing wrong; `unresolved`
+    // projects the state, which is wrong for c.
+    expect(before.staleEntries.sort()).toEqual(['a', 'a', 'c']);
 
     const report = await repairIndexes(path, TABLE);
-    expect(report).toMatchObject({ missing: 1, stale: 3, orphaned: 1 });
+    expect(report).toMatchObject({ missing: 1, stale: 2, orphaned: 1 });
     expect(await audit(path)).toMatchObject({ records: 2, outsideIndexes: [], staleEntries: [] });
     expect(await repairIndexes(path, TABLE)).toMatchObject({ missing: 0, stale: 0, orphaned: 0 });
   });
