@@ -5,6 +5,7 @@ import path from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { tenantFolder } from '../../functions/tools/workspace-path';
 import { type LocalStackProcess, startLocalStack } from '../local-stack';
+import { checkTrace, type TraceLine } from '../verify/trace-check';
 import { type ApiTarget, type CallOutcome, type CallSample, requestUntilListening } from './client';
 import { observeEffects } from './effects';
 import { type LoadOptions, LoadOptionsError, parseLoadOptions } from './options';
@@ -79,6 +80,8 @@ async function run(options: LoadOptions): Promise<number> {
     TOOL_LEDGER_LEASE_GRACE_MS: '1000',
   };
   let stack: LocalStackProcess | undefined;
+  // Every transition line local mode printed, across restarts, for the trace checker.
+  const logLines: string[] = [];
   const stopAll = async () => {
     await stack?.kill().catch(() => undefined);
     await Promise.all([plain.close(), dedup.close()]);
@@ -160,6 +163,7 @@ async function run(options: LoadOptions): Promise<number> {
       restartedAt = down - started;
       log('SIGKILL to local mode');
       await (stack as LocalStackProcess).kill();
+      logLines.push(...(stack as LocalStackProcess).stdoutLines());
       stack = await startLocalStack({ dataDir, env });
       downtimeMs = Date.now() - down;
       log(`local mode back after ${downtimeMs} ms`);
@@ -329,15 +333,46 @@ async function run(options: LoadOptions): Promise<number> {
         `${fixed(ops.length / (sendEpoch / 1000))} operations/s (settled at ${fixed(settledMs / 1000)} s)`,
       ],
     ];
+    // Every transition line replayed against the protocol's transition relation (scripts/verify).
+    await stack.stop().catch(() => undefined);
+    logLines.push(...stack.stdoutLines());
+    const verdict = checkTrace(transitionLines(logLines));
+    rows.push([
+      'transition log lines replayed against the model / rejected (must be 0)',
+      `${verdict.lines} / ${verdict.rejected.length} (${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged)`,
+    ]);
+    for (const r of verdict.rejected.slice(0, 10)) log(`trace check REJECTED ${r.key}: ${r.reason}`);
     process.stdout.write(`\n${markdownTable(rows)}\n\n`);
     if (unsettled > 0) log(`${unsettled} operations did not settle before the time limit`);
-    const broken = duplicates > 0 || succeededWithoutEffect > 0 || effects.unattributed > 0 || multiKey > 0;
-    if (broken) log('FAILED: an effect ran twice, went missing, or could not be attributed');
-    await stack.stop().catch(() => undefined);
+    const broken =
+      duplicates > 0 ||
+      succeededWithoutEffect > 0 ||
+      effects.unattributed > 0 ||
+      multiKey > 0 ||
+      verdict.rejected.length > 0;
+    if (broken)
+      log(
+        'FAILED: an effect ran twice, went missing, could not be attributed, or a transition broke the model',
+      );
     return broken ? 1 : unsettled > 0 ? 2 : 0;
   } finally {
     await stopAll();
   }
+}
+
+/** The transition lines among local mode's JSON log lines (other records are skipped). */
+function transitionLines(lines: readonly string[]): TraceLine[] {
+  const out: TraceLine[] = [];
+  for (const raw of lines) {
+    if (!raw.startsWith('{')) continue;
+    try {
+      const value = JSON.parse(raw) as Record<string, unknown>;
+      if ('state_after' in value && 'operation_id' in value) out.push(value as unknown as TraceLine);
+    } catch {
+      // not JSON: the banner or a person's line
+    }
+  }
+  return out;
 }
 
 Promise.resolve()
