@@ -130,6 +130,7 @@ function isOutcome(kind: OutcomeKind, base: unknown, target: unknown, value: unk
  */
 export class TerminalToolError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class instanceof was asked about, a subclass included
     return isOutcome('terminal', TerminalToolError, this, value);
   }
   readonly [OUTCOME_KIND] = 'terminal';
@@ -153,6 +154,7 @@ export class TerminalToolError extends Error {
  */
 export class NotAppliedError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class instanceof was asked about, a subclass included
     return isOutcome('not_applied', NotAppliedError, this, value);
   }
   readonly [OUTCOME_KIND] = 'not_applied';
@@ -173,6 +175,7 @@ export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
  */
 export class UncertainOutcomeError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class instanceof was asked about, a subclass included
     return isOutcome('uncertain', UncertainOutcomeError, this, value);
   }
   readonly [OUTCOME_KIND] = 'uncertain';

@@ -260,3 +260,22 @@ describe('POST /v1/reconciliations (a pass over the caller’s own tenant)', () 
     expect(effect.effectsOf('op-1')).toBe(1);
   });
 });
+
+describe('record keys', () => {
+  it('are injective: no tenant and operation ID share a key with any other pair, whatever the ID contains', () => {
+    const tenant = fc.stringMatching(TENANT_PATTERN);
+    const id = fc.stringMatching(/^[\x21-\x7e]{1,20}$/);
+    fc.assert(
+      fc.property(tenant, id, tenant, id, (t1, id1, t2, id2) => {
+        const same = operationKey(t1, id1).pk === operationKey(t2, id2).pk;
+        expect(same).toBe(t1 === t2 && id1 === id2);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('refuse a tenant label that could forge another tenant’s key', () => {
+    for (const tenant of ['acme#x', '', 'a b', 'acme\u0000'])
+      expect(() => operationKey(tenant, 'op')).toThrow();
+  });
+});
