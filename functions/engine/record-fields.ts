@@ -1,8 +1,8 @@
 import type { LedgerConfig } from '../config';
+import { unresolvedPartition } from '../contract/index-shards';
+import { attentionShard } from '../contract/keys';
 import type { OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
-import { unresolvedPartition } from '../ledger/index-shards';
-import { attentionShard } from '../ledger/keys';
 
 /**
  * The index attributes an unresolved record carries: the attention GSI (when the reconciler has

@@ -2,11 +2,11 @@ import { StateChangedError, ValidationError } from '../domain/errors';
 import { assertIJsonValue } from '../domain/i-json';
 import type { OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
+import { MAX_RESULT_BYTES } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
-import { MAX_RESULT_BYTES } from './run-attempt';
-import { toolOf } from './submit-operation';
-import { changeState } from './transitions';
+import { toolOf } from './stored-call';
+import { RESOLUTION_TARGETS, resolveByOperator } from './transitions';
 
 /** An operator's resolution of an operation the reconciler could not decide. */
 export interface ResolutionRequest {
@@ -22,12 +22,6 @@ export interface ResolutionRequest {
    */
   attempt: unknown;
 }
-
-const TARGET: Record<'applied' | 'not_applied' | 'failed', OperationState> = {
-  applied: 'succeeded',
-  not_applied: 'failed_retryable',
-  failed: 'failed_terminal',
-};
 
 /**
  * Resolves `uncertain | needs_reconciliation` by an operator (SPEC §5): applied → succeeded (with
@@ -77,7 +71,7 @@ export async function resolveOperation(
       { path: '$.result', message: 'invalid' },
     ]);
   }
-  const to = TARGET[outcome];
+  const to = RESOLUTION_TARGETS[outcome];
   const record = await getOperation(deps, req, request.tenant, request.operationId);
   if (isSameResolution(record, to, outcome, attempt)) return { record, changed: false };
   if (record.state !== 'uncertain' && record.state !== 'needs_reconciliation') {
@@ -91,16 +85,11 @@ export async function resolveOperation(
       attempt: record.attempt,
     });
   }
-  const set: Partial<OperationRecord> = { resolved_by: request.principal };
-  if (resultJson !== undefined) set.result = resultJson;
-  if (outcome === 'failed')
-    set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
-  const result = await changeState(deps, req, record, toolOf(deps, record), {
-    transition: 'resolve',
-    expect: { states: ['uncertain', 'needs_reconciliation'], attempt },
-    to,
-    code: `resolved_${outcome}`,
-    set,
+  const result = await resolveByOperator(deps, req, record, toolOf(deps, record), {
+    outcome,
+    principal: request.principal,
+    attempt,
+    ...(resultJson === undefined ? {} : { result: resultJson }),
   });
   if (!result.ok) {
     if (result.current && isSameResolution(result.current, to, outcome, attempt)) {

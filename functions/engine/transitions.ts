@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { operationKey } from '../contract/keys';
+import { LEDGER_METRICS } from '../contract/metrics';
 import { LedgerUnavailableError } from '../domain/errors';
-import type { LateOutcome, OperationError, OperationRecord } from '../domain/operation';
+import type { ApprovalRecord, LateOutcome, OperationError, OperationRecord } from '../domain/operation';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
-import { operationKey } from '../ledger/keys';
-import type { Expectation, TransitionWrite, WriteResult } from '../ledger/ledger-store';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
 import type { PreparedCall } from './prepare-call';
 import {
   ATTENTION_ATTRIBUTES,
@@ -16,9 +17,12 @@ import {
 } from './record-fields';
 
 /**
- * The named transitions of SPEC §2, one function each. Every function is one conditional write (plus
- * a consistent read when the condition fails) and logs one line when the state changes. None of them
- * ever overwrites a record it did not expect: a failed condition returns what was found.
+ * The named transitions of SPEC §2, one function each, every one a row of the table in
+ * functions/domain/states.ts that the store asserts before it writes. Every function is one
+ * conditional write (plus a consistent read when the condition fails) and logs one line when the
+ * state changes. None of them ever overwrites a record it did not expect: a failed condition returns
+ * what was found. Decision code (approval, reconcile, resolution) decides and calls these; it never
+ * builds a write.
  */
 
 /** The right of one worker to run one attempt. */
@@ -272,7 +276,7 @@ export async function recordOutcome(
       continue;
     }
     if (result.ok) {
-      if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
+      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
       return result.record;
     }
     const current = result.current;
@@ -287,7 +291,7 @@ export async function recordOutcome(
         code: outcome.outcomeCode,
         durationMs: outcome.durationMs,
       });
-      if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
+      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
       return current;
     }
     if (current.attempt > record.attempt) {
@@ -313,7 +317,7 @@ async function recordLateOutcome(
     at: iso(deps.clock()),
   };
   await deps.store.annotateLateOutcome({ pk: current.pk, sk: current.sk }, attempt, late);
-  deps.metrics.count('LateOutcomes', tool.name);
+  deps.metrics.count(LEDGER_METRICS.lateOutcomes, tool.name);
   deps.log({
     ...lineBase(current, tool, req),
     attempt_number: attempt,
@@ -351,8 +355,165 @@ export async function expireLease(
   );
 }
 
-/** Generic state change used by the reconciler, operators and approvers; see the named wrappers. */
-export interface StateChange {
+/**
+ * `awaiting_approval → queued` (`approve`): an approver's yes, bound to the digest it saw. The caller
+ * enqueues the work message once this has landed.
+ */
+export async function approve(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  approval: ApprovalRecord,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'approve',
+    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: approval.arguments_digest },
+    to: 'queued',
+    code: 'approved',
+    set: { approval },
+  });
+}
+
+/** `awaiting_approval → rejected` (`reject`): an approver's no, bound to the digest it saw. */
+export async function reject(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  approval: ApprovalRecord,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'reject',
+    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: approval.arguments_digest },
+    to: 'rejected',
+    code: 'approval_rejected',
+    set: { approval },
+  });
+}
+
+/** `awaiting_approval → rejected` (`expire_approval`): the reconciler, once the approval deadline passed. */
+export async function expireApproval(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'expire_approval',
+    expect: { states: ['awaiting_approval'], attempt: record.attempt },
+    to: 'rejected',
+    code: 'approval_expired',
+    set: { error: { code: 'approval_expired', message: 'no approval was given before the deadline' } },
+  });
+}
+
+/**
+ * `uncertain → succeeded` (`reconcile`): the target says the effect happened. `sanitized` is its
+ * result as the tool's sanitizer left it (engine/attempt-outcome.ts); the record is marked `reconciled`.
+ */
+export async function reconcileApplied(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  sanitized: { json: string; code: string },
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'reconcile',
+    expect: { states: ['uncertain'], attempt: record.attempt },
+    to: 'succeeded',
+    code: sanitized.code === 'succeeded' ? 'reconciled_applied' : sanitized.code,
+    set: { result: sanitized.json, reconciled: true },
+  });
+}
+
+/**
+ * `uncertain → failed_retryable` (`reconcile`): the next attempt may run. Either the target says the
+ * effect did not happen (`reconciled_not_applied`), or it cannot say but dedupes on the downstream key
+ * (`downstream_idempotent_retry`), and then the record remembers that the effect may have happened
+ * (`maybe_applied`), so an exhausted operation does not claim it never ran.
+ */
+export async function reconcileNotApplied(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  why: 'target_says_not_applied' | 'downstream_idempotent',
+): Promise<WriteResult> {
+  const asked = why === 'target_says_not_applied';
+  return changeState(deps, req, record, tool, {
+    transition: 'reconcile',
+    expect: { states: ['uncertain'], attempt: record.attempt },
+    to: 'failed_retryable',
+    code: asked ? 'reconciled_not_applied' : 'downstream_idempotent_retry',
+    set: asked ? { reconciled: true } : { reconciled: true, maybe_applied: true },
+  });
+}
+
+/**
+ * `uncertain → needs_reconciliation` (`reconcile`): the reconciler cannot decide (`code` says why:
+ * `no_reconcile`, `reconcile_unknown`, `tool_unregistered`); an operator must.
+ */
+export async function escalateToOperator(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  code: string,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'reconcile',
+    expect: { states: ['uncertain'], attempt: record.attempt },
+    to: 'needs_reconciliation',
+    code,
+  });
+}
+
+/** An operator's verdict on one attempt (SPEC §5) and what it moves the record to. */
+export interface Resolution {
+  outcome: 'applied' | 'not_applied' | 'failed';
+  /** Principal label of the operator, recorded as `resolved_by`. */
+  principal: string;
+  /** The attempt the operator checked: the write lands only while the record is still at it. */
+  attempt: number;
+  /** JSON text of the result the operator recorded (`applied` only). */
+  result?: string;
+}
+
+/** The state each resolution outcome moves an operation to. */
+export const RESOLUTION_TARGETS: Readonly<Record<Resolution['outcome'], OperationState>> = {
+  applied: 'succeeded',
+  not_applied: 'failed_retryable',
+  failed: 'failed_terminal',
+};
+
+/**
+ * `uncertain | needs_reconciliation → succeeded | failed_retryable | failed_terminal` (`resolve`): an
+ * operator's verdict, at the attempt they checked, with `resolved_by`.
+ */
+export async function resolveByOperator(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  resolution: Resolution,
+): Promise<WriteResult> {
+  const set: Partial<OperationRecord> = { resolved_by: resolution.principal };
+  if (resolution.result !== undefined) set.result = resolution.result;
+  if (resolution.outcome === 'failed')
+    set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
+  return changeState(deps, req, record, tool, {
+    transition: 'resolve',
+    expect: { states: ['uncertain', 'needs_reconciliation'], attempt: resolution.attempt },
+    to: RESOLUTION_TARGETS[resolution.outcome],
+    code: `resolved_${resolution.outcome}`,
+    set,
+  });
+}
+
+/** A decision's write: the transition, what it expects, the new state, its outcome code and fields. */
+interface StateChange {
   transition: TransitionName;
   expect: Expectation;
   to: OperationState;
@@ -361,10 +522,10 @@ export interface StateChange {
 }
 
 /**
- * Performs a state change that ends or re-arms a record: terminal targets get `expires_at` and leave
- * both indexes; others get the attention time of their new state.
+ * Performs a decision's state change (an approver's, the reconciler's, an operator's): terminal
+ * targets get `expires_at` and leave both indexes; others get the attention time of their new state.
  */
-export async function changeState(
+async function changeState(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
@@ -405,11 +566,57 @@ export async function changeState(
 }
 
 /**
- * Moves a record's attention time without changing its state (a reconcile check that answered
- * `unknown`, a re-enqueue). Conditional on state, attempt and the attention time that was read, so of
- * two reconcilers that saw the same due record only one wins the right to act on it.
+ * `X → X` (`defer_attention`): the reconciler looks at a record again at `nextAt` without changing its
+ * state (a lease or an approval deadline still running). Conditional on state, attempt and the
+ * attention time that was read, so of two reconcilers that saw the same due record only one wins the
+ * right to act on it.
  */
 export async function deferAttention(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  return postpone(deps, req, record, nextAt);
+}
+
+/**
+ * `queued → queued` or `failed_retryable → failed_retryable` (`defer_attention`): the reconciler takes
+ * the right to send the record's work message again, and looks again at `nextAt` if it does not run.
+ * A `queued` record counts its re-sends (`requeueCount`), which sets its backoff.
+ */
+export async function requeueLater(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+  requeueCount?: number,
+): Promise<WriteResult> {
+  return postpone(
+    deps,
+    req,
+    record,
+    nextAt,
+    requeueCount === undefined ? {} : { requeue_count: requeueCount },
+  );
+}
+
+/**
+ * `uncertain → uncertain` (`defer_attention`): the target answered `unknown`; ask again at `nextAt`,
+ * counting the check. Also conditional on the count that was read, so two passes count one answer once.
+ */
+export async function postponeCheck(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  const checks = record.reconcile_checks ?? 0;
+  return postpone(deps, req, record, nextAt, { reconcile_checks: checks + 1 }, { reconcileChecks: checks });
+}
+
+/** The one write of every `defer_attention`: a new attention time, the state kept. */
+async function postpone(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
@@ -420,7 +627,7 @@ export async function deferAttention(
   return deps.store.transition(
     { pk: record.pk, sk: record.sk },
     {
-      transition: 'reconcile',
+      transition: 'defer_attention',
       expect: {
         states: [record.state],
         attempt: record.attempt,

@@ -2,6 +2,8 @@ import {
   ConditionalCheckFailedException,
   type DynamoDBClient,
   type DynamoDBServiceException,
+  ScanCommand,
+  type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
@@ -13,71 +15,28 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { unresolvedPartitions } from '../contract/index-shards';
+import { LEDGER_TABLE } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
-import type { HistoryEntry, OperationRecord } from '../domain/operation';
+import type { OperationRecord } from '../domain/operation';
+import { assertTransition, type OperationState, type TransitionName } from '../domain/states';
 import {
-  assertTransition,
-  assertTransitions,
-  type OperationState,
-  type TransitionName,
-} from '../domain/states';
-import { decodeCursor, encodeCursor, InvalidCursorError } from './cursor';
-import { unresolvedPartitions } from './index-shards';
-import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
+  InvalidCursorError,
+  type ItemKey,
+  type OpenOperations,
+  type OperationStore,
+  type Page,
+  type ReserveResult,
+  type TransitionWrite,
+  type WriteResult,
+} from '../engine/operation-store';
+import { decodeCursor, encodeCursor } from './cursor';
+import { PowertoolsReadCache } from './read-cache';
 import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
+import { transitionUpdate } from './transition-update';
 
-/** Key of one operation item. */
-export interface ItemKey {
-  pk: string;
-  sk: string;
-}
-
-/** What a conditional update expects to find. Every field given becomes part of the condition. */
-export interface Expectation {
-  /** The record's state must be one of these. */
-  states: readonly OperationState[];
-  attempt?: number;
-  leaseOwner?: string;
-  digest?: string;
-  /** Only with `lease_expires_at < leaseExpiredBefore` (epoch ms). */
-  leaseExpiredBefore?: number;
-  /** Only while `reconcile_checks` is exactly this (absent counts as 0). */
-  reconcileChecks?: number;
-  /** Only while `attention_at` is exactly this: the reconciler's optimistic lock on a due record. */
-  attentionAt?: number;
-  /**
-   * Only while the record is still this reservation: a decision read from one operation never lands on
-   * a new operation that reused the expired key, however long the decision took.
-   */
-  reservationId?: string;
-}
-
-/** One conditional transition of one item. */
-export interface TransitionWrite {
-  /** The transition(s) this write performs; every expected state must be allowed by one of them. */
-  transition: TransitionName | readonly TransitionName[];
-  expect: Expectation;
-  /** The new state; omit for a write that keeps the state (lease extension, reconcile backoff). */
-  to?: OperationState;
-  set: Partial<OperationRecord>;
-  remove?: readonly (keyof OperationRecord)[];
-  history?: HistoryEntry;
-}
-
-/** Result of a conditional write: the new record, or what was found instead. */
-export type WriteResult =
-  | { ok: true; record: OperationRecord }
-  | { ok: false; current: OperationRecord | undefined };
-
-/** Result of a reservation. */
-export type ReserveResult = { created: true } | { created: false; existing: OperationRecord | undefined };
-
-/** A page of records from a GSI. */
-export interface Page {
-  items: OperationRecord[];
-  /** Opaque; pass back to continue. */
-  cursor: string | undefined;
-}
+const ATTENTION = LEDGER_TABLE.indexes.attention;
+const UNRESOLVED = LEDGER_TABLE.indexes.unresolved;
 
 /** Construction options for {@link LedgerStore}. */
 export interface LedgerStoreOptions {
@@ -87,7 +46,7 @@ export interface LedgerStoreOptions {
 }
 
 /**
- * The DynamoDB ledger: single-item conditional writes only (no transactions), so it runs the same on
+ * The DynamoDB implementation of the engine's storage port ({@link OperationStore}): single-item conditional writes only (no transactions), so it runs the same on
  * DynamoDB and dynalite. Each method is one round trip, plus a consistent GetItem after a failed
  * condition where the store does not return the old item.
  *
@@ -101,15 +60,18 @@ export interface LedgerStoreOptions {
  * const rec = await store.get({ pk: 'acme#run-42', sk: 'op' });
  * ```
  */
-export class LedgerStore {
+export class LedgerStore implements OperationStore {
   readonly tableName: string;
-  /** The DynamoDB client the store was built on (the read-tool path persists through it too). */
+  /** The DynamoDB client the store was built on. */
   readonly client: DynamoDBClient;
+  /** Read-tool results, in items of their own in the same table (ledger/read-cache.ts). */
+  readonly readCache: PowertoolsReadCache;
   private readonly doc: DynamoDBDocumentClient;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
+    this.readCache = new PowertoolsReadCache(options.client, options.tableName);
     this.doc = DynamoDBDocumentClient.from(options.client, {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });
@@ -171,91 +133,15 @@ export class LedgerStore {
    * record is read and returned: a write never overwrites what it did not expect.
    */
   async transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult> {
-    if (write.to !== undefined) assertTransitions(write.transition, write.expect.states, write.to);
-    const names: Record<string, string> = { '#state': 'state' };
-    const values: Record<string, unknown> = {};
-    const sets: string[] = [];
-    const set: Partial<OperationRecord> = { ...write.set };
-    if (write.to !== undefined) set.state = write.to;
-    let n = 0;
-    for (const [attr, value] of Object.entries(set)) {
-      if (value === undefined) continue;
-      const nk = `#s${n}`;
-      const vk = `:s${n}`;
-      n++;
-      names[nk] = attr;
-      values[vk] = value;
-      sets.push(`${nk} = ${vk}`);
-    }
-    if (write.history) {
-      names['#history'] = 'history';
-      values[':h'] = [write.history];
-      values[':empty'] = [];
-      sets.push('#history = list_append(if_not_exists(#history, :empty), :h)');
-    }
-    const removes = (write.remove ?? []).map((attr, i) => {
-      names[`#r${i}`] = attr;
-      return `#r${i}`;
-    });
-
-    const conditions: string[] = ['attribute_exists(pk)'];
-    const stateKeys = write.expect.states.map((s, i) => {
-      values[`:from${i}`] = s;
-      return `:from${i}`;
-    });
-    conditions.push(`#state IN (${stateKeys.join(', ')})`);
-    if (write.expect.attempt !== undefined) {
-      names['#attempt'] = 'attempt';
-      values[':attempt'] = write.expect.attempt;
-      conditions.push('#attempt = :attempt');
-    }
-    if (write.expect.leaseOwner !== undefined) {
-      names['#lease_owner'] = 'lease_owner';
-      values[':lease_owner'] = write.expect.leaseOwner;
-      conditions.push('#lease_owner = :lease_owner');
-    }
-    if (write.expect.digest !== undefined) {
-      names['#digest'] = 'arguments_digest';
-      values[':digest'] = write.expect.digest;
-      conditions.push('#digest = :digest');
-    }
-    if (write.expect.leaseExpiredBefore !== undefined) {
-      names['#lease_expires_at'] = 'lease_expires_at';
-      values[':lease_limit'] = write.expect.leaseExpiredBefore;
-      conditions.push('#lease_expires_at < :lease_limit');
-    }
-    if (write.expect.reconcileChecks !== undefined) {
-      names['#checks'] = 'reconcile_checks';
-      values[':checks'] = write.expect.reconcileChecks;
-      conditions.push(
-        write.expect.reconcileChecks === 0
-          ? '(attribute_not_exists(#checks) OR #checks = :checks)'
-          : '#checks = :checks',
-      );
-    }
-
-    if (write.expect.attentionAt !== undefined) {
-      names['#attention_at'] = 'attention_at';
-      values[':attention_at'] = write.expect.attentionAt;
-      conditions.push('#attention_at = :attention_at');
-    }
-
-    if (write.expect.reservationId !== undefined) {
-      names['#reservation_id'] = 'reservation_id';
-      values[':reservation_id'] = write.expect.reservationId;
-      conditions.push('#reservation_id = :reservation_id');
-    }
-
-    let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';
-    if (removes.length > 0) update += ` REMOVE ${removes.join(', ')}`;
+    const { update, condition, names, values } = transitionUpdate(write);
     try {
       const out = await call(() =>
         this.doc.send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: key,
-            UpdateExpression: update.trim(),
-            ConditionExpression: conditions.join(' AND '),
+            UpdateExpression: update,
+            ConditionExpression: condition,
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
             ReturnValues: 'ALL_NEW',
@@ -287,7 +173,7 @@ export class LedgerStore {
             TableName: this.tableName,
             Key: key,
             UpdateExpression: 'SET late_outcome = :lo',
-            ConditionExpression: 'attribute_exists(pk) AND attempt > :n',
+            ConditionExpression: `attribute_exists(${LEDGER_TABLE.partitionKey.name}) AND attempt > :n`,
             ExpressionAttributeValues: { ':lo': lateOutcome, ':n': attempt },
           }),
         ),
@@ -308,13 +194,13 @@ export class LedgerStore {
       this.doc.send(
         new QueryCommand({
           TableName: this.tableName,
-          IndexName: ATTENTION_INDEX,
-          KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
+          IndexName: ATTENTION.name,
+          KeyConditionExpression: `${ATTENTION.partitionKey.name} = :shard AND ${ATTENTION.sortKey.name} <= :due`,
           ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
           Limit: limit,
           ExclusiveStartKey: decodeCursor(cursor, {
-            partition: { attribute: 'attention_shard', value: shard },
-            sortAttribute: 'attention_at',
+            partition: { attribute: ATTENTION.partitionKey.name, value: shard },
+            sortAttribute: ATTENTION.sortKey.name,
           }),
         }),
       ),
@@ -353,14 +239,14 @@ export class LedgerStore {
       this.doc.send(
         new QueryCommand({
           TableName: this.tableName,
-          IndexName: UNRESOLVED_INDEX,
-          KeyConditionExpression: 'unresolved_tenant = :tenant',
-          FilterExpression: 'attention_at <= :due',
+          IndexName: UNRESOLVED.name,
+          KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
+          FilterExpression: `${ATTENTION.sortKey.name} <= :due`,
           ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
           Limit: limit,
           ExclusiveStartKey: decodeCursor(keyCursor, {
-            partition: { attribute: 'unresolved_tenant', value: partition },
-            sortAttribute: 'unresolved_at',
+            partition: { attribute: UNRESOLVED.partitionKey.name, value: partition },
+            sortAttribute: UNRESOLVED.sortKey.name,
             tenant,
           }),
         }),
@@ -390,8 +276,8 @@ export class LedgerStore {
     const queryShard = async (shard: number, from: Record<string, unknown> | undefined) => {
       const input: QueryCommandInput = {
         TableName: this.tableName,
-        IndexName: UNRESOLVED_INDEX,
-        KeyConditionExpression: 'unresolved_tenant = :tenant',
+        IndexName: UNRESOLVED.name,
+        KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
         ExpressionAttributeValues: { ':tenant': partitions[shard] },
         ScanIndexForward: false,
         Limit: options.limit,
@@ -411,8 +297,8 @@ export class LedgerStore {
       const page = await queryShard(
         0,
         decodeCursor(options.cursor, {
-          partition: { attribute: 'unresolved_tenant', value: tenant },
-          sortAttribute: 'unresolved_at',
+          partition: { attribute: UNRESOLVED.partitionKey.name, value: tenant },
+          sortAttribute: UNRESOLVED.sortKey.name,
           tenant,
         }),
       );
@@ -428,6 +314,32 @@ export class LedgerStore {
       (r) => r.unresolved_tenant !== undefined && (options.state === undefined || r.state === options.state),
     );
     return { items, cursor };
+  }
+
+  /**
+   * Counts the unresolved records by scanning the sparse `unresolved` index, which holds them alone,
+   * reading only `state`: the cost grows with the unresolved operations, never with the table (SPEC §7).
+   */
+  async countOpen(): Promise<OpenOperations> {
+    const counts: OpenOperations = { unresolved: 0, needsReconciliation: 0 };
+    let start: ScanCommandOutput['LastEvaluatedKey'];
+    do {
+      const page = await this.client.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          IndexName: UNRESOLVED.name,
+          ProjectionExpression: '#state',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        counts.unresolved += 1;
+        if (item.state?.S === 'needs_reconciliation') counts.needsReconciliation += 1;
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return counts;
   }
 
   /**

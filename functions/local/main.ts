@@ -1,3 +1,4 @@
+import { SETTINGS } from '../contract/environment';
 import { DataFolderInUseError } from './data-folder-lock';
 import { type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
 import type { RunningStack } from './stack';
@@ -28,7 +29,7 @@ function readyLine(stack: RunningStack): string {
 
 /** What people read after the ready line: how to authenticate and a first call. */
 function greeting(stack: RunningStack, settings: LocalSettings): string {
-  const lines = ['', 'Bearer tokens (TOOL_LEDGER_TOKENS):'];
+  const lines = ['', `Bearer tokens (${SETTINGS.tokens.name}):`];
   for (const t of settings.tokens) {
     // Only the well-known defaults are shown; tokens someone chose are not printed back.
     const shown = settings.defaultTokens ? t.token : '<your token>';
@@ -60,8 +61,8 @@ async function main(): Promise<void> {
   try {
     settings = loadLocalSettings(process.env);
     // Read by the logger when its module loads, which is why the tools and the stack are imported only now.
-    if (settings.logFormat === 'pretty') process.env.POWERTOOLS_DEV ??= 'true';
-    await useToolsModule(process.env.TOOL_LEDGER_TOOLS_MODULE, process.cwd());
+    if (settings.logFormat === 'pretty') process.env[SETTINGS.powertoolsDev.name] ??= 'true';
+    await useToolsModule(process.env[SETTINGS.toolsModule.name], process.cwd());
   } catch (error) {
     if (!(error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);

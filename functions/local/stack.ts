@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
-import { workMessageFor } from '../engine/submit-operation';
+import { SETTINGS } from '../contract/environment';
+import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
 import { SqsWorkQueue } from '../queue/sqs-work-queue';
 import { DataFolderGuard } from './data-folder-guard';
@@ -66,20 +67,20 @@ export function handlerEnvironment(
   env: NodeJS.ProcessEnv,
 ): Record<string, string> {
   return {
-    TOOL_LEDGER_LOCAL: 'true',
-    TOOL_LEDGER_AUTH: 'tokens',
-    TOOL_LEDGER_TOKENS: settings.tokensSpec,
-    TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow,
-    TOOL_LEDGER_DATA_DIR: settings.dataDir,
-    TOOL_LEDGER_WORKSPACE_DIR: settings.workspaceDir,
-    TOOL_LEDGER_DYNAMODB_ENDPOINT: endpoints.dynamo,
-    TOOL_LEDGER_SQS_ENDPOINT: endpoints.sqs,
-    TOOL_LEDGER_TABLE_NAME: settings.tableName,
-    TOOL_LEDGER_QUEUE_URL: endpoints.queueUrl,
-    TOOL_LEDGER_QUEUE_TENANTS: JSON.stringify(settings.tenants),
+    [SETTINGS.local.name]: 'true',
+    [SETTINGS.auth.name]: 'tokens',
+    [SETTINGS.tokens.name]: settings.tokensSpec,
+    [SETTINGS.webhookAllow.name]: settings.webhookAllow,
+    [SETTINGS.dataDir.name]: settings.dataDir,
+    [SETTINGS.workspaceDir.name]: settings.workspaceDir,
+    [SETTINGS.dynamoEndpoint.name]: endpoints.dynamo,
+    [SETTINGS.sqsEndpoint.name]: endpoints.sqs,
+    [SETTINGS.tableName.name]: settings.tableName,
+    [SETTINGS.queueUrl.name]: endpoints.queueUrl,
+    [SETTINGS.queueTenants.name]: JSON.stringify(settings.tenants),
     AWS_REGION: env.AWS_REGION ?? 'us-east-1',
     // EMF lines on stdout are CloudWatch's input format, noise in a terminal: off unless asked for.
-    POWERTOOLS_METRICS_DISABLED: env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+    [SETTINGS.metricsDisabled.name]: env[SETTINGS.metricsDisabled.name] ?? 'true',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED:
       env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ?? 'true',
   };
@@ -153,7 +154,7 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
     const http = new HttpAdapter(api.handler, API_FUNCTION);
     const port = await http.listen(settings.port);
     // Before the first invocation builds the runtime: webhook.post must never reach the API itself.
-    process.env.TOOL_LEDGER_RESERVED_ENDPOINTS = `http://127.0.0.1:${port}`;
+    process.env[SETTINGS.reservedEndpoints.name] = `http://127.0.0.1:${port}`;
     started.push({ stop: () => http.close(0) });
     const executorLoop = new ExecutorLoop({
       client: sqs.client,

@@ -2,10 +2,9 @@ import { existsSync } from 'node:fs';
 import { register } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { SETTINGS } from '../contract/environment';
+import { TOOLS_MODULE_SPECIFIER } from '../contract/tools-module';
 import { LocalSettingsError } from './settings';
-
-/** The specifier the handlers import their tools by (the construct aliases the same one). */
-const TOOLS_SPECIFIER = '#tool-ledger/tools';
 
 /**
  * Points local mode at a deployment's own tools (`TOOL_LEDGER_TOOLS_MODULE`, the same module the
@@ -26,7 +25,7 @@ export async function useToolsModule(
   if (configured === undefined || configured.trim() === '') return undefined;
   const file = path.resolve(cwd, configured.trim());
   if (!existsSync(file)) {
-    throw new LocalSettingsError(`TOOL_LEDGER_TOOLS_MODULE: no such file: ${file}`);
+    throw new LocalSettingsError(`${SETTINGS.toolsModule.name}: no such file: ${file}`);
   }
   const url = pathToFileURL(file).href;
   let loaded: { default?: unknown };
@@ -34,19 +33,19 @@ export async function useToolsModule(
     loaded = await import(url);
   } catch (error) {
     throw new LocalSettingsError(
-      `TOOL_LEDGER_TOOLS_MODULE: ${file} could not be loaded (${error instanceof Error ? error.name : 'error'}: ${
+      `${SETTINGS.toolsModule.name}: ${file} could not be loaded (${error instanceof Error ? error.name : 'error'}: ${
         error instanceof Error ? error.message : String(error)
       })`,
     );
   }
   if (typeof loaded.default !== 'function') {
     throw new LocalSettingsError(
-      `TOOL_LEDGER_TOOLS_MODULE: ${file} must default-export a tool factory, (env) => Tool[] ` +
+      `${SETTINGS.toolsModule.name}: ${file} must default-export a tool factory, (env) => Tool[] ` +
         '(add `export default tools;`)',
     );
   }
   register(new URL('./tools-module-hook.mjs', import.meta.url), {
-    data: { specifier: TOOLS_SPECIFIER, url },
+    data: { specifier: TOOLS_MODULE_SPECIFIER, url },
   });
   return file;
 }

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { LedgerError } from '../domain/errors';
 import { type OperationView, toView } from '../domain/operation';
-import type { SubmitResult } from '../engine/submit-operation';
+import type { SubmitResult } from '../engine/submit-result';
 import { PROBLEMS } from '../http/problem';
 import { META_REPLAYED } from './protocol';
 

@@ -1,15 +1,14 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import tools from '#tool-ledger/tools';
 import { errorClass } from '../domain/errors';
-import { handleWorkMessage } from '../engine/handle-work-message';
 import { newRequest } from '../engine/ledger-deps';
 import type { WorkQueue } from '../engine/work-queue';
 import { logger } from '../observability/logger';
-import { buildRuntime, type Runtime } from '../wiring';
+import type { Runtime } from '../wiring';
+import { handleWorkMessage } from './handle-work-message';
 
 /**
- * The SQS executor (SPEC §6): a thin adapter from an SQS batch to {@link handleWorkMessage}. Each record
+ * The SQS executor's front door (SPEC §6): a thin adapter from an SQS batch to {@link handleWorkMessage}. Each record
  * whose verdict is `retry` is reported in `batchItemFailures` (SQS redelivers it, then the DLQ keeps
  * it); every other record is acknowledged, because the ledger owns its outcome now.
  */
@@ -149,9 +148,3 @@ async function shortenVisibility(
     }),
   );
 }
-
-/**
- * The Lambda entry point: the deployment's tools module (`#tool-ledger/tools`, the shipped tools unless
- * the construct aliases another), wired from the environment (functions/wiring.ts).
- */
-export const handler = createExecutorHandler(() => buildRuntime(tools));

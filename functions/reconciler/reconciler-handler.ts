@@ -1,14 +1,13 @@
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import tools from '#tool-ledger/tools';
 import { errorClass } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { recordOpenOperations } from '../engine/open-operations-gauge';
 import { type ReconcileSummary, reconcilePass } from '../engine/reconcile';
 import { logger } from '../observability/logger';
-import { buildRuntime, type Runtime } from '../wiring';
+import type { Runtime } from '../wiring';
 
 /**
- * The scheduled reconciler (SPEC §7): one {@link reconcilePass} per invocation (EventBridge in AWS, a
+ * The scheduled reconciler's front door (SPEC §7): one {@link reconcilePass} per invocation (EventBridge in AWS, a
  * timer in local mode). Overlapping invocations are safe: every decision is a conditional write.
  */
 
@@ -72,9 +71,3 @@ export function createReconcilerHandler(
     }
   };
 }
-
-/**
- * The Lambda entry point: the deployment's tools module (`#tool-ledger/tools`, the shipped tools unless
- * the construct aliases another), wired from the environment (functions/wiring.ts).
- */
-export const handler = createReconcilerHandler(() => buildRuntime(tools));

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { BatchWriteItemCommand, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { attentionShard } from '../../functions/contract/keys';
 import type { OperationRecord } from '../../functions/domain/operation';
 import type { AnyTool } from '../../functions/domain/tool';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { attentionShard } from '../../functions/ledger/keys';
 import { ensureLedgerTable } from '../../functions/ledger/table';
 import { benchArguments } from './bench-tools';
 import { CallCounter } from './call-counter';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { decideApproval } from '../../functions/engine/approval';
 import { resolveOperation } from '../../functions/engine/resolution';
-import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { drive, ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 

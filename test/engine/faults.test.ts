@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { LedgerUnavailableError } from '../../functions/domain/errors';
-import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { injectFaults, lostResponse, throttling } from '../support/faults';
 import { ScriptedTool, testLedger } from '../support/harness';

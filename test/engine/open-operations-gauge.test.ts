@@ -1,8 +1,8 @@
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { recordOpenOperations } from '../../functions/engine/open-operations-gauge';
-import { createReconcilerHandler } from '../../functions/handlers/reconciler';
-import { operationKey } from '../../functions/ledger/keys';
+import { createReconcilerHandler } from '../../functions/reconciler/reconciler-handler';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { drive, ScriptedTool, testLedger } from '../support/harness';
 

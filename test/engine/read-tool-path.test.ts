@@ -1,11 +1,11 @@
 import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
+import { READ_SK } from '../../functions/contract/table';
 import { IdempotencyConflictError, LedgerUnavailableError } from '../../functions/domain/errors';
 import type { AnyTool } from '../../functions/domain/tool';
-import { READ_SK } from '../../functions/engine/read-tool-path';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { injectFaults, throttling } from '../support/faults';
 import { Gate, ScriptedTool, type TestLedger, testLedger } from '../support/harness';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { reconcilePass, type ShardProgress } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 

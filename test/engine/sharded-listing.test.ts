@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { ValidationError } from '../../functions/domain/errors';
 import { listUnresolved } from '../../functions/engine/read-operations';
-import { operationKey } from '../../functions/ledger/keys';
 import { mergeShards, type ShardPosition, type ShardQuery } from '../../functions/ledger/sharded-listing';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';

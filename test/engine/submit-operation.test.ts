@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { IdempotencyConflictError, LedgerError } from '../../functions/domain/errors';
-import { operationKey } from '../../functions/ledger/keys';
 import { TRANSITION_LOG_FIELDS } from '../../functions/observability/transition-log';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';

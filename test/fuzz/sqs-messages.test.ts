@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { operationKey } from '../../functions/ledger/keys';
+import { operationKey } from '../../functions/contract/keys';
 import { captureOutput } from '../http/support';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';

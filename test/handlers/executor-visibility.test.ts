@@ -1,10 +1,10 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExecutorHandler, retryVisibilitySeconds } from '../../functions/handlers/executor';
 import { invocationContext } from '../../functions/local/lambda-context';
 import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import { createExecutorHandler, retryVisibilitySeconds } from '../../functions/queue/executor-handler';
 import { buildRuntime } from '../../functions/wiring';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';

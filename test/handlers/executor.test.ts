@@ -6,15 +6,15 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import type { AnyTool } from '../../functions/domain/tool';
-import { createExecutorHandler } from '../../functions/handlers/executor';
-import { operationKey } from '../../functions/ledger/keys';
 import { type BatchReport, ExecutorLoop } from '../../functions/local/executor-loop';
 import { invocationContext, invoke } from '../../functions/local/lambda-context';
 import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
 import { MAX_RECEIVE_COUNT } from '../../functions/local/stack';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
 import type { TransitionLogLine } from '../../functions/observability/transition-log';
+import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { buildRuntime, type Runtime } from '../../functions/wiring';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';

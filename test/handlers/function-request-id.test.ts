@@ -1,8 +1,8 @@
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createExecutorHandler } from '../../functions/handlers/executor';
 import { invocationContext } from '../../functions/local/lambda-context';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { buildRuntime } from '../../functions/wiring';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { toView } from '../../functions/domain/operation';
-import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { testApi } from './support';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { samePrincipalForApproval } from '../../functions/domain/principal';
 import { createApiHandler } from '../../functions/http/api-handler';
 import { IamAuthenticator } from '../../functions/http/auth-iam';
-import { operationKey } from '../../functions/ledger/keys';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 import { parse, type TestResponse, testContext, toEvent } from './support';

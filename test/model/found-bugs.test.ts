@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handleWorkMessage } from '../../functions/engine/handle-work-message';
+import { operationKey } from '../../functions/contract/keys';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
+import { handleWorkMessage } from '../../functions/queue/handle-work-message';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 

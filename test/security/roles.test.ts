@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { createApiHandler } from '../../functions/http/api-handler';
-import type { Authenticator } from '../../functions/http/auth';
 import { IamAuthenticator } from '../../functions/http/auth-iam';
 import { BearerTokenAuthenticator } from '../../functions/http/auth-tokens';
-import { operationKey } from '../../functions/ledger/keys';
+import type { Authenticator } from '../../functions/http/identity';
 import { parse, type TestRequest, type TestResponse, TOKENS, testContext, toEvent } from '../http/support';
 import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { operationKey, TENANT_PATTERN } from '../../functions/ledger/keys';
+import { operationKey } from '../../functions/contract/keys';
+import { TENANT_PATTERN } from '../../functions/contract/table';
 import { captureOutput, type TestApi, type TestResponse, testApi } from '../http/support';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';
 import { Gate, ScriptedTool } from '../support/harness';

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { operationKey } from '../../functions/ledger/keys';
+import { operationKey } from '../../functions/contract/keys';
 import { builtinTools } from '../../functions/tools/builtin';
 import { captureOutput } from '../http/support';
 import { type DynaliteHandle, startDynalite } from '../support/dynalite';

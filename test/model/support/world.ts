@@ -7,7 +7,6 @@ import { type LedgerConfig, loadConfig } from '../../../functions/config';
 import { errorClass, LedgerError } from '../../../functions/domain/errors';
 import type { OperationRecord } from '../../../functions/domain/operation';
 import { decideApproval } from '../../../functions/engine/approval';
-import { handleWorkMessage, type WorkVerdict } from '../../../functions/engine/handle-work-message';
 import { createDeps, type LedgerDeps, newRequest } from '../../../functions/engine/ledger-deps';
 import { getOperation } from '../../../functions/engine/read-operations';
 import { reconcilePass } from '../../../functions/engine/reconcile';
@@ -19,6 +18,7 @@ import { LedgerStore } from '../../../functions/ledger/ledger-store';
 import { ensureLedgerTable } from '../../../functions/ledger/table';
 import { type LedgerMetrics, MemoryLedgerMetrics } from '../../../functions/observability/metrics';
 import type { TransitionLogLine, TransitionSink } from '../../../functions/observability/transition-log';
+import { handleWorkMessage, type WorkVerdict } from '../../../functions/queue/handle-work-message';
 import type { ToolRegistry } from '../../../functions/tools/registry';
 import { tenantFolder } from '../../../functions/tools/workspace-path';
 import { buildCatalogue, CANARY_PREFIX, type ModelOp, TENANTS } from './catalogue';
@@ -337,7 +337,13 @@ export class World {
           arguments: op.args[step.variant],
           mode: step.mode,
         });
-        this.see(op, 'submit', out.kind, out.record, 'replayed' in out ? out.replayed : undefined);
+        this.see(
+          op,
+          'submit',
+          out.kind,
+          out.record as OperationRecord,
+          'replayed' in out ? out.replayed : undefined,
+        );
       } catch (error) {
         if (error instanceof LedgerError && error.code === 'idempotency_key_reused') {
           this.conflicts.push({ op: op.index, variant: step.variant });
