@@ -50,6 +50,9 @@
 /* reconcile: by reconciler */
 #define FROM_reconcile(s) (s == S_uncertain)
 #define TO_reconcile(s) (s == S_succeeded || s == S_failed_retryable || s == S_needs_reconciliation)
+/* defer_attention: by reconciler, keeps the state it finds */
+#define FROM_defer_attention(s) (s == S_awaiting_approval || s == S_queued || s == S_pending || s == S_failed_retryable || s == S_uncertain)
+#define TO_defer_attention(s) (s == S_awaiting_approval || s == S_queued || s == S_pending || s == S_failed_retryable || s == S_uncertain)
 /* resolve: by operator */
 #define FROM_resolve(s) (s == S_uncertain || s == S_needs_reconciliation)
 #define TO_resolve(s) (s == S_succeeded || s == S_failed_terminal || s == S_failed_retryable)

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
   type Actor,
+  allowsMove,
   isState,
   isTerminal,
   type OperationState,
@@ -90,8 +91,7 @@ function namesFor(actors: readonly Actor[]): TransitionName[] {
 }
 
 function allows(name: TransitionName, from: OperationState | null, to: OperationState): boolean {
-  const rule = TRANSITIONS[name];
-  return rule.from.includes(from) && rule.to.includes(to);
+  return allowsMove(name, from, to);
 }
 
 /** The attempt after `name` moves a record at `attempt` to `to`. */
@@ -140,6 +140,8 @@ function bridge(current: Node, line: TraceLine): number | undefined {
         const rule = TRANSITIONS[name];
         if (!rule.from.includes(node.state)) continue;
         for (const to of rule.to) {
+          // A postponement leaves the record where it is: nothing to bridge.
+          if (rule.keepsState) continue;
           const n: Node = { state: to, attempt: attemptAfter(name, node.attempt, to) };
           if (n.attempt > line.attempt_number) continue;
           const id = `${n.state}:${n.attempt}`;

@@ -27,7 +27,7 @@ export function promelaTransitionTable(): string {
     const rule = TRANSITIONS[name];
     const from = rule.from.map((s) => `s == S_${s ?? 'none'}`);
     const to = rule.to.map((s) => `s == S_${s}`);
-    lines.push(`/* ${name}: by ${rule.actor} */`);
+    lines.push(`/* ${name}: by ${rule.actor}${rule.keepsState ? ', keeps the state it finds' : ''} */`);
     lines.push(`#define FROM_${name}(s) (${from.join(' || ')})`);
     lines.push(`#define TO_${name}(s) (${to.join(' || ')})`);
   }
