@@ -1,10 +1,10 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Connection, resolveConnection } from '../../cli/connection';
 import { type ConsoleServer, startConsoleServer } from '../../cli/console/server';
 import { HttpOperatorApi } from '../../cli/operator-api';
 import { type CliHarness, serveCli } from '../cli/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -13,18 +13,12 @@ import { ScriptedTool } from '../support/harness';
  * what it must send, and what the console answers when the API cannot.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let cli: CliHarness;
 let server: ConsoleServer;
 const SECRET = 'test-secret-of-this-run';
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   cli = await serveCli(db, [tool.tool]);

@@ -8,7 +8,7 @@ import { reconcilePass } from '../../functions/engine/reconcile';
 import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
 import { handleWorkMessage } from '../../functions/queue/handle-work-message';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
 /**
@@ -19,14 +19,14 @@ import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
 const RETENTION_SECONDS = 30 * 86_400;
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let sqs: LocalSqs;
 let queues = 0;
 beforeAll(async () => {
-  [db, sqs] = await Promise.all([startDynalite(), startLocalSqs(0)]);
+  sqs = await startLocalSqs(0);
 });
 afterAll(async () => {
-  await Promise.all([db?.stop(), sqs?.stop()]);
+  await sqs?.stop();
 });
 
 async function ledgerOnFauxqs(tools: ScriptedTool[]): Promise<{ ledger: TestLedger; queueUrl: string }> {

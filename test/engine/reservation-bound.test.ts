@@ -1,8 +1,8 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { operationKey } from '../../functions/contract/keys';
 import { deferAttention, reconcileApplied } from '../../functions/engine/transitions';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 
 /*
@@ -12,14 +12,7 @@ import { ScriptedTool, testLedger } from '../support/harness';
  * found that state and attempt alone did not guarantee it; the write is now bound to `reservation_id`.
  */
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 describe('decisions are bound to the reservation they read', () => {
   it('a stale decision does not land on a new operation that reused the key, even in the same state and attempt', async () => {
     const tool = new ScriptedTool('test.effect');

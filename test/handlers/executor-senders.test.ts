@@ -1,5 +1,5 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SETTINGS } from '../../functions/contract/environment';
 import { SenderBinding } from '../../functions/queue/sender-binding';
 
@@ -11,7 +11,7 @@ import { logger } from '../../functions/observability/logger';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
 import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { buildRuntime, type Runtime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -25,13 +25,7 @@ const ACME_PRODUCER = 'AROAACMEPRODUCER0001';
 const GLOBEX_PRODUCER = 'AROAGLOBEXPRODUCER01';
 const API_ROLE = 'AROALEDGERAPIROLE001';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db?.stop();
-});
+const db = useDynalite();
 afterEach(() => {
   vi.unstubAllEnvs();
   vi.restoreAllMocks();

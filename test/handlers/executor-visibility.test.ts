@@ -6,7 +6,7 @@ import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
 import { createExecutorHandler, retryVisibilitySeconds } from '../../functions/queue/executor-handler';
 import { buildRuntime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -16,13 +16,13 @@ import { ScriptedTool } from '../support/harness';
  * receiving the message again proves the change reached the queue.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let sqs: LocalSqs;
 beforeAll(async () => {
-  [db, sqs] = await Promise.all([startDynalite(), startLocalSqs(0)]);
+  sqs = await startLocalSqs(0);
 });
 afterAll(async () => {
-  await Promise.all([db?.stop(), sqs?.stop()]);
+  await sqs?.stop();
 });
 
 describe('visibility per failure', () => {

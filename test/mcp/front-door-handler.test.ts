@@ -1,8 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { META_REPLAYED } from '../../functions/mcp/protocol';
 import { type TestApi, testApi } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { body, callWithId, handlerFetch, mcpClient } from './support';
 
@@ -12,18 +12,12 @@ import { body, callWithId, handlerFetch, mcpClient } from './support';
  * transport are exercised exactly as deployed, on a dynalite ledger.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let api: TestApi;
 let tool: ScriptedTool;
 let approval: ScriptedTool;
 let client: Client;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   approval = new ScriptedTool('test.approved', { requiresApproval: true });

@@ -6,7 +6,7 @@ import { main } from '../../cli/main';
 import { HttpAdapter } from '../../functions/local/http-adapter';
 import { META_REPLAYED } from '../../functions/mcp/protocol';
 import { type TestApi, testApi } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { body, callWithId } from './support';
 
@@ -18,7 +18,7 @@ import { body, callWithId } from './support';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let api: TestApi;
 let http: HttpAdapter;
 let endpoint: string;
@@ -39,7 +39,6 @@ async function bridge(...extra: string[]): Promise<Client> {
 }
 
 beforeAll(async () => {
-  db = await startDynalite();
   tool = new ScriptedTool('test.effect');
   api = await testApi(db.client, [tool.tool]);
   http = new HttpAdapter(api.handler, { name: 'api', timeoutMs: 29_000 });
@@ -47,7 +46,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await http?.close(0);
-  await db?.stop();
 });
 
 describe('the stdio bridge', () => {

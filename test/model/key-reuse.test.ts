@@ -14,7 +14,7 @@ import type { ToolFactory } from '../../functions/tools/registry';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import { captureOutput } from '../http/support';
 import { startWorld, type World } from '../security/world';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { modelParams, modelTimeout } from './support/params';
 
 /**
@@ -67,7 +67,7 @@ const scheduleArb = fc.array(fc.array(lifeArb, { minLength: 2, maxLength: 3 }), 
 const RUNS = 40;
 const RETENTION_PLUS_A_DAY_MS = (2_592_000 + 86_400) * 1000;
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let world: World;
 let ws: string;
 let target: WebhookTarget;
@@ -103,7 +103,6 @@ const faultyTools: ToolFactory = (env) =>
   });
 
 beforeAll(async () => {
-  db = await startDynalite();
   ws = await mkdtemp(path.join(tmpdir(), 'tool-ledger-model-reuse-'));
   target = await startWebhookTarget({ dedupeByKey: true });
   world = await startWorld(db, faultyTools, {
@@ -117,7 +116,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await target?.close();
-  await db?.stop();
   if (ws) await rm(ws, { recursive: true, force: true });
 });
 
