@@ -12,6 +12,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { LedgerRole } from '../functions/contract/routes';
+import { LEDGER_TABLE } from '../functions/contract/table';
 import { AlarmTopic } from './alarm-topic';
 import { lambdaBundling } from './bundling';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
@@ -137,7 +138,11 @@ export class ToolLedger extends Construct {
     // POST /v1/reconciliations runs a pass over the caller's tenant through `unresolved`, never the
     // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues). The
     // indexes project keys (and the states filtered on): readers fetch whole items with BatchGetItem.
-    ledgerTable.grant(api.role, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
+    ledgerTable.grant(
+      api.role,
+      ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      [LEDGER_TABLE.indexes.unresolved.name],
+    );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
@@ -176,8 +181,8 @@ export class ToolLedger extends Construct {
     ledgerTable.grant(
       reconciler.role,
       ['GetItem', 'BatchGetItem', 'UpdateItem'],
-      ['attention'],
-      ['unresolved'],
+      [LEDGER_TABLE.indexes.attention.name],
+      [LEDGER_TABLE.indexes.unresolved.name],
     );
     this.queue.grantSendMessages(reconciler.role);
     // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { readSetting, SETTINGS } from '../contract/environment';
 import { AccessError, errorClass, LedgerError, NotFoundError } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { logger } from '../observability/logger';
@@ -30,7 +31,7 @@ export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: 
   // On Lambda one invocation runs per sandbox at a time, so the context can sit on the shared logger
   // (every line, transitions included, gets `function_request_id`); local mode serves requests
   // concurrently, where it would name another request's ID.
-  const perInvocationContext = process.env.TOOL_LEDGER_LOCAL !== 'true';
+  const perInvocationContext = !readSetting(process.env, SETTINGS.local);
   return async (event, context) => {
     if (perInvocationContext && context) logger.addContext(context);
     const req = newRequest(deps, context?.awsRequestId, remainingTime(context));

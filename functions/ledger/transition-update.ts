@@ -91,7 +91,7 @@ export function transitionUpdate(write: TransitionWrite): TransitionUpdate {
   }
 
   if (write.expect.attentionAt !== undefined) {
-    names['#attention_at'] = 'attention_at';
+    names['#attention_at'] = LEDGER_TABLE.indexes.attention.sortKey.name;
     values[':attention_at'] = write.expect.attentionAt;
     conditions.push('#attention_at = :attention_at');
   }

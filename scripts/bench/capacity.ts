@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
+import { operationKey } from '../../functions/contract/keys';
+import { LEDGER_TABLE } from '../../functions/contract/table';
 import { type AnyTool, defineTool, UncertainOutcomeError } from '../../functions/domain/tool';
 import { decideApproval } from '../../functions/engine/approval';
 import { newRequest } from '../../functions/engine/ledger-deps';
@@ -80,7 +82,12 @@ export async function capacityTable(
   const ptTable = 'bench-capacity-powertools';
   await ensureLedgerTable(tlClient, tlTable);
   await createPowertoolsTable(ptClient, ptTable);
-  const tlMeter = new CapacityMeter(tlClient, snapshot, ['pk', 'sk'], LEDGER_INDEXES);
+  const tlMeter = new CapacityMeter(
+    tlClient,
+    snapshot,
+    [LEDGER_TABLE.partitionKey.name, LEDGER_TABLE.sortKey.name],
+    LEDGER_INDEXES,
+  );
   const ptMeter = new CapacityMeter(ptClient, snapshot, ['id'], []);
   const ledger = benchLedger(tlClient, tlTable, benchTools(effects));
   const pt = powertoolsHandler({
@@ -155,7 +162,7 @@ export async function capacityTable(
       const accepted = await submitAs(ledger, id, 'bench.effect', args, 'async', 'bench-agent');
       expectState(accepted, 'queued');
       await deliver(ledger);
-      expectState({ record: await ledger.deps.store.get({ pk: `bench#${id}`, sk: 'op' }) }, 'succeeded');
+      expectState({ record: await ledger.deps.store.get(operationKey('bench', id)) }, 'succeeded');
     });
     await measure('approval → executed', async (id, args) => {
       const out = await submitAs(ledger, id, 'bench.approved', args, 'sync', 'bench-agent');
@@ -168,12 +175,12 @@ export async function capacityTable(
         argumentsDigest: recordOf(out).arguments_digest,
       });
       await deliver(ledger);
-      expectState({ record: await ledger.deps.store.get({ pk: `bench#${id}`, sk: 'op' }) }, 'succeeded');
+      expectState({ record: await ledger.deps.store.get(operationKey('bench', id)) }, 'succeeded');
     });
     await measure('uncertain → reconciled', async (id, args) => {
       expectState(await ledger.submit(id, 'bench.uncertain', args), 'uncertain');
       await reconcilePass(ledger.deps, newRequest(ledger.deps));
-      expectState({ record: await ledger.deps.store.get({ pk: `bench#${id}`, sk: 'op' }) }, 'succeeded');
+      expectState({ record: await ledger.deps.store.get(operationKey('bench', id)) }, 'succeeded');
     });
   }
   return rows;

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import { LEDGER_TABLE } from '../../functions/contract/table';
 import { ensureLedgerTable, ledgerTableDefinition } from '../../functions/ledger/table';
 import { benchReadTool, benchWriteTool, EffectLog } from './bench-tools';
 import { CallCounter } from './call-counter';
@@ -59,7 +60,7 @@ export async function runBench(): Promise<void> {
     const env: BenchEnv = {
       tl: {
         client: tlClient,
-        counter: new CallCounter(tlClient, ['pk', 'sk']),
+        counter: new CallCounter(tlClient, [LEDGER_TABLE.partitionKey.name, LEDGER_TABLE.sortKey.name]),
         table: tlTable,
         effects: tlEffects,
         tools,
@@ -215,7 +216,8 @@ async function createTableWithoutIndexes(client: DynamoDBClient, tableName: stri
       BillingMode: definition.BillingMode,
       KeySchema: definition.KeySchema,
       AttributeDefinitions: definition.AttributeDefinitions?.filter(
-        (a) => a.AttributeName === 'pk' || a.AttributeName === 'sk',
+        (a) =>
+          a.AttributeName === LEDGER_TABLE.partitionKey.name || a.AttributeName === LEDGER_TABLE.sortKey.name,
       ),
     }),
   );

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SETTINGS } from '../../functions/contract/environment';
 import { READY_LINE } from '../local-stack';
 import {
   AGENT_MODULE,
@@ -71,9 +72,9 @@ function startLocalMode(cwd: string, dataDir: string): Promise<{ api: string; ch
     env: {
       ...process.env,
       PORT: '0',
-      TOOL_LEDGER_DATA_DIR: dataDir,
-      TOOL_LEDGER_TOOLS_MODULE: 'tools/index.ts',
-      TOOL_LEDGER_LOG_FORMAT: 'json',
+      [SETTINGS.dataDir.name]: dataDir,
+      [SETTINGS.toolsModule.name]: 'tools/index.ts',
+      [SETTINGS.logFormat.name]: 'json',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
