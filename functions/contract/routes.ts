@@ -155,9 +155,6 @@ export const RECONCILIATIONS_PATH = routeOf('reconcile').path;
 /** The tools and their schemas. */
 export const TOOLS_PATH = routeOf('tools').path;
 
-/** The MCP front door. */
-export const MCP_PATH = routeOf('mcp').path;
-
 /** The route with this handle. */
 export function routeOf(id: RouteId): LedgerRoute {
   return LEDGER_ROUTES.find((route) => route.id === id) as LedgerRoute;

@@ -41,7 +41,7 @@ export interface TransitionWrite {
   /** The transition(s) this write performs; every expected state must be allowed by one of them. */
   transition: TransitionName | readonly TransitionName[];
   expect: Expectation;
-  /** The new state; omit for a write that keeps the state (lease extension, reconcile backoff). */
+  /** The new state; omitted by a postponement (`defer_attention`), which keeps the state it finds. */
   to?: OperationState;
   set: Partial<OperationRecord>;
   remove?: readonly (keyof OperationRecord)[];
