@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { SETTINGS } from '../../functions/contract/environment';
+import { TOOLS_MODULE_SPECIFIER } from '../../functions/contract/tools-module';
 import { median } from './stats';
 
 /** Size and import time of one bundle. */
@@ -60,7 +61,7 @@ export async function coldStart(spawns: number): Promise<BundleFigure[]> {
         external: ['@aws-sdk/*'],
         mainFields: ['module', 'main'],
         banner: { js: REQUIRE_BANNER },
-        alias: { '#tool-ledger/tools': path.join(ROOT, 'functions', 'tools', 'builtin.ts') },
+        alias: { [TOOLS_MODULE_SPECIFIER]: path.join(ROOT, 'functions', 'tools', 'builtin.ts') },
         logLevel: 'silent',
       });
       figures.push({ name, entry, bytes: statSync(outfile).size });
