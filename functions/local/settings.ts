@@ -4,6 +4,7 @@ import { ROLES } from '../http/auth';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
 import { TENANT_PATTERN } from '../ledger/keys';
 import { MCP_UPSTREAMS_VARIABLE, parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
+import { parseAllowedOrigin } from '../tools/origin-policy';
 
 /**
  * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
@@ -121,6 +122,9 @@ export function loadLocalSettings(
     throw new LocalSettingsError(`TOOL_LEDGER_LOG_FORMAT=${logFormat}: must be json or pretty`);
   }
   checkMcpUpstreams(env);
+  const webhookAllow = nonEmpty(env.TOOL_LEDGER_WEBHOOK_ALLOW) ?? DEFAULT_WEBHOOK_ALLOW;
+  checkOrigins('TOOL_LEDGER_WEBHOOK_ALLOW', webhookAllow);
+  checkOrigins('TOOL_LEDGER_WEBHOOK_IDEMPOTENT', env.TOOL_LEDGER_WEBHOOK_IDEMPOTENT ?? '');
   const dataDir = resolve(nonEmpty(env.TOOL_LEDGER_DATA_DIR) ?? '.data');
   const tokensSpec = nonEmpty(env.TOOL_LEDGER_TOKENS) ?? DEFAULT_TOKENS;
   const tokens = parseTokens(tokensSpec);
@@ -144,7 +148,7 @@ export function loadLocalSettings(
     tokens,
     defaultTokens: tokensSpec === DEFAULT_TOKENS,
     tenants: [...new Set(tokens.map((t) => t.tenant))],
-    webhookAllow: nonEmpty(env.TOOL_LEDGER_WEBHOOK_ALLOW) ?? DEFAULT_WEBHOOK_ALLOW,
+    webhookAllow,
     reconcileEveryMs,
     dynamoPort: port(env, 'TOOL_LEDGER_DYNAMODB_PORT', 0),
     sqsPort: port(env, 'TOOL_LEDGER_SQS_PORT', 0),
@@ -193,6 +197,27 @@ function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
     if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
     throw error;
   }
+}
+
+/**
+ * An origin list of `webhook.post`, split as functions/wiring.ts splits it. The tool parses it only when
+ * the handlers first build their tools, so a malformed entry would otherwise start fine and answer 500
+ * to every request. Origins are not secrets: the entry is shown as written.
+ */
+function checkOrigins(name: string, raw: string): void {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  entries.forEach((entry, index) => {
+    try {
+      parseAllowedOrigin(entry);
+    } catch (error) {
+      throw new LocalSettingsError(
+        `${name} entry ${index + 1} (${entry}): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  });
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
