@@ -171,7 +171,7 @@ export const SETTINGS = {
   /** Origins `webhook.post` may call. */
   webhookAllow: { name: 'TOOL_LEDGER_WEBHOOK_ALLOW', kind: 'list', readers: HANDLERS_AND_LOCAL },
   /** Origins whose servers dedupe on `Idempotency-Key`. */
-  webhookIdempotent: { name: 'TOOL_LEDGER_WEBHOOK_IDEMPOTENT', kind: 'list', readers: HANDLERS },
+  webhookIdempotent: { name: 'TOOL_LEDGER_WEBHOOK_IDEMPOTENT', kind: 'list', readers: HANDLERS_AND_LOCAL },
   /** More endpoints of the deployment itself that tools never reach. */
   reservedEndpoints: { name: 'TOOL_LEDGER_RESERVED_ENDPOINTS', kind: 'list', readers: HANDLERS },
   /** JSON array of the tenants the work queue carries (SPEC §6); the executor reads it. */

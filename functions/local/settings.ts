@@ -11,6 +11,7 @@ import { TENANT_PATTERN } from '../contract/table';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
 import { ROLES } from '../http/identity';
 import { parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
+import { parseAllowedOrigin } from '../tools/origin-policy';
 
 /**
  * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
@@ -120,6 +121,9 @@ export function loadLocalSettings(
     throw new LocalSettingsError(`${SETTINGS.logFormat.name}=${logFormat}: must be json or pretty`);
   }
   checkMcpUpstreams(env);
+  const webhookAllow = nonEmpty(env[SETTINGS.webhookAllow.name]) ?? DEFAULT_WEBHOOK_ALLOW;
+  checkOrigins(SETTINGS.webhookAllow.name, webhookAllow);
+  checkOrigins(SETTINGS.webhookIdempotent.name, env[SETTINGS.webhookIdempotent.name] ?? '');
   const dataDir = resolve(nonEmpty(env[SETTINGS.dataDir.name]) ?? SETTINGS.dataDir.default);
   const tokensSpec = nonEmpty(env[SETTINGS.tokens.name]) ?? DEFAULT_TOKENS;
   const tokens = parseTokens(tokensSpec);
@@ -144,7 +148,7 @@ export function loadLocalSettings(
     tokens,
     defaultTokens: tokensSpec === DEFAULT_TOKENS,
     tenants: [...new Set(tokens.map((t) => t.tenant))],
-    webhookAllow: nonEmpty(env[SETTINGS.webhookAllow.name]) ?? DEFAULT_WEBHOOK_ALLOW,
+    webhookAllow,
     reconcileEveryMs,
     dynamoPort: port(env, SETTINGS.dynamoPort.name, SETTINGS.dynamoPort.default),
     sqsPort: port(env, SETTINGS.sqsPort.name, SETTINGS.sqsPort.default),
@@ -193,6 +197,27 @@ function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
     if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
     throw error;
   }
+}
+
+/**
+ * An origin list of `webhook.post`, split as functions/wiring.ts splits it. The tool parses it only when
+ * the handlers first build their tools, so a malformed entry would otherwise start fine and answer 500
+ * to every request. Origins are not secrets: the entry is shown as written.
+ */
+function checkOrigins(name: string, raw: string): void {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  entries.forEach((entry, index) => {
+    try {
+      parseAllowedOrigin(entry);
+    } catch (error) {
+      throw new LocalSettingsError(
+        `${name} entry ${index + 1} (${entry}): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  });
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
