@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { InvalidOperationIdError } from './errors';
 
-/** Longest operation ID the server accepts (SPEC §1). */
+/** Longest operation ID the server accepts (the tool-ledger contract, §1). */
 export const MAX_OPERATION_ID_LENGTH = 255;
 
 const PRINTABLE = /^[\x21-\x7e]+$/;

@@ -115,7 +115,7 @@ export interface WaitOptions {
   waitForCreation?: boolean;
 }
 
-/** An operator's decision on an uncertain operation (SPEC §5, resolution route). */
+/** An operator's decision on an uncertain operation (the tool-ledger contract, §5, resolution route). */
 export interface Resolution {
   outcome: 'applied' | 'not_applied' | 'failed';
   /** The result to store when `applied`. */

@@ -133,6 +133,17 @@ async function main(): Promise<void> {
       (await run('node', ['use.mjs'], tokenOnly)).trim() === 'r:s1:c0',
       'the client imports and runs with only Node',
     );
+    // What users read (declarations, README, source maps) must not point at the internal design brief.
+    const installed = path.join(tokenOnly, 'node_modules', '@tool-ledger', 'client');
+    const pointers: string[] = [];
+    for (const file of await readdir(installed, { recursive: true })) {
+      const text = await readFile(path.join(installed, file), 'utf8').catch(() => '');
+      if (/SPEC §|\.\.\/shared\//.test(text)) pointers.push(file);
+    }
+    check(
+      pointers.length === 0,
+      `the client package cites no file outside it (${pointers.join(', ') || 'none'})`,
+    );
 
     step('consumer project: install the tarballs with the SDKs, CDK and TypeScript');
     const consumer = path.join(scratch, 'consumer');
