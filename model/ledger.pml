@@ -280,8 +280,10 @@ end_loop:
   :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
        CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG -> msgs++ }
+#ifndef BROKEN_NO_APPROVAL_EXPIRY
   :: atomic { ALIVE(st) && st == S_awaiting_approval && apprExp ->
        CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected)); st = S_rejected }
+#endif
   :: atomic { ALIVE(st) && st == S_uncertain ->
        a = att; c = chk; r = resv;
        /* ask the target */

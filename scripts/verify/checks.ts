@@ -108,6 +108,14 @@ export const CHECKS: readonly Check[] = [
     expect: 'holds',
     about: 'every operation eventually terminal or in front of an operator (weak fairness)',
   },
+  {
+    name: 'settles/approval',
+    property: 'settles',
+    defines: [...LIVE.filter((d) => d !== 'APPROVAL=0'), 'APPROVAL=1'],
+    liveness: true,
+    expect: 'holds',
+    about: 'the same for a tool that needs approval: approved, rejected, or rejected at its deadline',
+  },
   // Broken variants: each must be refuted.
   {
     name: 'broken/old-downstream-key-dedupe',
@@ -138,6 +146,17 @@ export const CHECKS: readonly Check[] = [
       'a reconciler that never expires leases: a crash between reserve and effect leaves the operation pending forever',
     shows:
       /record -> pending\n(?:(?!record ->)[\s\S])*worker crashed(?:(?!record ->)[\s\S])*from here the run repeats forever/,
+  },
+  {
+    name: 'broken/no-approval-expiry',
+    property: 'settles',
+    defines: [...LIVE.filter((d) => d !== 'APPROVAL=0'), 'APPROVAL=1', 'BROKEN_NO_APPROVAL_EXPIRY'],
+    liveness: true,
+    expect: 'refuted',
+    about:
+      'a reconciler that never rejects at the approval deadline: an operation nobody approves waits forever',
+    shows:
+      /record -> awaiting_approval\n(?:(?!record ->)[\s\S])*approval deadline passed(?:(?!record ->)[\s\S])*from here the run repeats forever/,
   },
   {
     name: 'broken/retry-unknown',
