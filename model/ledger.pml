@@ -73,7 +73,6 @@ bool needAppr;      /* requiresApproval */
 byte msgs;          /* work messages queued (all for the current reservation) */
 byte crashes;
 byte lost;
-byte readers;       /* processes between a read of the record and the write that follows it */
 bool tseen[3];      /* downstream keys the target has seen (it dedupes longer than our retention) */
 bool marker[3];     /* append markers by downstream key */
 
@@ -98,8 +97,16 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
   assert(allowed)
 #endif
 
-#define READ_BEGIN() holding = true; readers++
-#define READ_END() if :: holding -> holding = false; readers-- :: else -> skip fi
+/*
+ * A decision (reconciler, operator) names the reservation it read, as the code's condition on
+ * `reservation_id` does: a verdict read from one operation never lands on a new operation that reused
+ * the expired key, however long the decision took. BROKEN_DECISION_ANY_RESV leaves it out.
+ */
+#ifdef BROKEN_DECISION_ANY_RESV
+#define SAME_RESV(r) (true)
+#else
+#define SAME_RESV(r) (resv == (r))
+#endif
 
 #define ENQUEUE() if :: msgs < MAXMSG -> msgs++ :: else -> skip fi
 
@@ -256,12 +263,13 @@ done:
 /*
  * The reconciler. Its decisions on pending, queued, failed_retryable and awaiting_approval records are
  * conditional writes that re-check what was read, so each is one step. Uncertain records are read,
- * the target is asked, and the verdict is written later under a condition on state and attempt:
- * anything may happen in between, including the other reconciler's decision.
+ * the target is asked, and the verdict is written later under a condition on state, attempt and
+ * reservation: anything may happen in between, including the other reconciler's decision and the
+ * key's expiry and reuse.
  */
 proctype Reconciler() {
   byte a, c, r;
-  bool verdict, known, holding;
+  bool verdict, known;
 end_loop:
   do
 #ifndef BROKEN_NO_LEASE_EXPIRY
@@ -272,10 +280,12 @@ end_loop:
   :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
        CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG -> msgs++ }
+#ifndef BROKEN_NO_APPROVAL_EXPIRY
   :: atomic { ALIVE(st) && st == S_awaiting_approval && apprExp ->
        CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected)); st = S_rejected }
+#endif
   :: atomic { ALIVE(st) && st == S_uncertain ->
-       a = att; c = chk; r = resv; READ_BEGIN();
+       a = att; c = chk; r = resv;
        /* ask the target */
        if
        :: tool == T_REC ->
@@ -293,37 +303,37 @@ end_loop:
      }
      atomic {
        if
-       :: st == S_uncertain && att == a && known && verdict ->
+       :: st == S_uncertain && att == a && SAME_RESV(r) && known && verdict ->
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded)); st = S_succeeded
-       :: st == S_uncertain && att == a && known && !verdict ->
+       :: st == S_uncertain && att == a && SAME_RESV(r) && known && !verdict ->
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable)); st = S_failed_retryable;
           if :: att < MAXATT -> ENQUEUE() :: else -> skip fi
-       :: st == S_uncertain && att == a && !known && c + 1 >= MAXCHK ->
+       :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 >= MAXCHK ->
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation)); st = S_needs_reconciliation
-       :: st == S_uncertain && att == a && !known && c + 1 < MAXCHK && chk == c -> chk = c + 1
+       :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 < MAXCHK && chk == c -> chk = c + 1
        :: else -> skip
        fi;
-       READ_END(); a = 0; c = 0; r = 0; verdict = false; known = false
+       a = 0; c = 0; r = 0; verdict = false; known = false
      }
   od
 }
 
-/* A truthful operator: resolves from the target's real state, naming the attempt it looked at. */
+/* A truthful operator: resolves from the target's real state, naming the attempt and reservation it looked at. */
 proctype Operator() {
-  byte a;
-  bool was, holding;
+  byte a, r;
+  bool was;
 end_loop:
   do
-  :: atomic { ALIVE(st) && (st == S_uncertain || st == S_needs_reconciliation) -> a = att; was = applied[resv] > 0; READ_BEGIN() }
+  :: atomic { ALIVE(st) && (st == S_uncertain || st == S_needs_reconciliation) -> a = att; r = resv; was = applied[resv] > 0 }
      atomic {
        if
 #ifdef BROKEN_RESOLVE_ANY_STATE
        :: att == a ->
 #else
 #ifdef BROKEN_RESOLVE_NO_ATTEMPT
-       :: (st == S_uncertain || st == S_needs_reconciliation) ->
+       :: (st == S_uncertain || st == S_needs_reconciliation) && SAME_RESV(r) ->
 #else
-       :: (st == S_uncertain || st == S_needs_reconciliation) && att == a ->
+       :: (st == S_uncertain || st == S_needs_reconciliation) && att == a && SAME_RESV(r) ->
 #endif
 #endif
           if
@@ -333,7 +343,7 @@ end_loop:
           fi
        :: else -> skip
        fi;
-       a = 0; was = false; READ_END()
+       a = 0; r = 0; was = false
      }
   od
 }
@@ -379,16 +389,11 @@ end_loop:
   :: atomic { st == S_pending && !leaseExp -> leaseExp = true }
   :: atomic { st == S_awaiting_approval && !apprExp -> apprExp = true }
   /*
-   * Retention runs out. Assumed: no message outlives its record (the synth-time retention check and
-   * not_after), and no decision is still between its read and its write (retention is days, a
-   * decision at most a tool's timeout): the decisions' writes name state and attempt, not the
-   * reservation, so BROKEN_NO_RETENTION_MARGIN shows what a decision slower than retention would do.
+   * Retention runs out, at any moment, also while a decision is between its read and its write (the
+   * decisions name their reservation). Assumed: no message outlives its record (the synth-time
+   * retention check and not_after).
    */
-#ifdef BROKEN_NO_RETENTION_MARGIN
   :: atomic { TERMINAL(st) && !expd && resv < MAXRESV -> expd = true; msgs = 0 }
-#else
-  :: atomic { TERMINAL(st) && !expd && resv < MAXRESV && readers == 0 -> expd = true; msgs = 0 }
-#endif
   od
 }
 

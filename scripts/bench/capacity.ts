@@ -9,6 +9,7 @@ import { newRequest } from '../../functions/engine/ledger-deps';
 import { reconcilePass } from '../../functions/engine/reconcile';
 import { submitOperation } from '../../functions/engine/submit-operation';
 import { TerminalCache } from '../../functions/engine/terminal-cache';
+import { LedgerStore } from '../../functions/ledger/ledger-store';
 import { ensureLedgerTable } from '../../functions/ledger/table';
 import { handleWorkMessage } from '../../functions/queue/handle-work-message';
 import { benchWriteTool, type EffectLog } from './bench-tools';
@@ -90,6 +91,10 @@ export async function capacityTable(
   );
   const ptMeter = new CapacityMeter(ptClient, snapshot, ['id'], []);
   const ledger = benchLedger(tlClient, tlTable, benchTools(effects));
+  // The bench's own check of where an operation ended reads through an unmetered client: it is not
+  // part of the operation, and a consistent read of the item would add 1 (9 at 32 KiB) to every row.
+  const unmetered = new LedgerStore({ client: snapshot, tableName: tlTable });
+  const finalState = async (id: string) => ({ record: await unmetered.get(operationKey('bench', id)) });
   const pt = powertoolsHandler({
     client: ptClient,
     tableName: ptTable,
@@ -162,7 +167,7 @@ export async function capacityTable(
       const accepted = await submitAs(ledger, id, 'bench.effect', args, 'async', 'bench-agent');
       expectState(accepted, 'queued');
       await deliver(ledger);
-      expectState({ record: await ledger.deps.store.get(operationKey('bench', id)) }, 'succeeded');
+      expectState(await finalState(id), 'succeeded');
     });
     await measure('approval → executed', async (id, args) => {
       const out = await submitAs(ledger, id, 'bench.approved', args, 'sync', 'bench-agent');
@@ -175,12 +180,12 @@ export async function capacityTable(
         argumentsDigest: recordOf(out).arguments_digest,
       });
       await deliver(ledger);
-      expectState({ record: await ledger.deps.store.get(operationKey('bench', id)) }, 'succeeded');
+      expectState(await finalState(id), 'succeeded');
     });
     await measure('uncertain → reconciled', async (id, args) => {
       expectState(await ledger.submit(id, 'bench.uncertain', args), 'uncertain');
       await reconcilePass(ledger.deps, newRequest(ledger.deps));
-      expectState({ record: await ledger.deps.store.get(operationKey('bench', id)) }, 'succeeded');
+      expectState(await finalState(id), 'succeeded');
     });
   }
   return rows;

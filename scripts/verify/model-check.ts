@@ -30,7 +30,9 @@ function print(r: CheckResult): void {
         : 'FAILED'
       : r.ok
         ? 'refuted, as it must be'
-        : 'NOT REFUTED';
+        : r.errors > 0
+          ? `refuted, but the trail does not show ${String(r.check.shows)}`
+          : 'NOT REFUTED';
   console.log(
     `${r.ok ? 'ok ' : 'NOT'} ${r.check.name.padEnd(40)} states: ${String(r.states).padStart(9)}  depth: ${String(r.depth).padStart(4)}  errors: ${r.errors}  ${r.seconds.toFixed(1)} s  ${verdict}`,
   );

@@ -16,6 +16,8 @@ import {
  *
  * - who wrote it (told by its outcome code) may make that move: the reconciler never fails an
  *   operation terminally from `uncertain`, a late owner only records a known outcome, ...;
+ * - a decision ends where its outcome code says: `no_reconcile` (a tool that can neither reconcile
+ *   nor dedupe) only in `needs_reconciliation`, never in a retry;
  * - the record as the replay has it could take that move: state before → after is a row of the
  *   table, read as the write's condition (an owner's commit is conditioned on `pending, uncertain,
  *   needs_reconciliation, failed_retryable`, so its line may name the state it claimed from);
@@ -75,6 +77,29 @@ const RECONCILER_CODES = new Set([
   'tool_unregistered',
 ]);
 
+/**
+ * Where a decision with this outcome code may take the record. The table lets the reconciler move an
+ * uncertain record to `failed_retryable` or to `needs_reconciliation`; which one is the safety rule
+ * the model proves (a tool that can neither reconcile nor dedupe goes to an operator, never to a
+ * retry), and the code says which rule the writer followed.
+ */
+const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
+  lease_expired: ['uncertain'],
+  reconciled_applied: ['succeeded'],
+  reconciled_not_applied: ['failed_retryable'],
+  downstream_idempotent_retry: ['failed_retryable'],
+  no_reconcile: ['needs_reconciliation'],
+  reconcile_unknown: ['needs_reconciliation'],
+  tool_unregistered: ['needs_reconciliation'],
+  approval_expired: ['rejected'],
+  approved: ['queued'],
+  approval_rejected: ['rejected'],
+  resolved_applied: ['succeeded'],
+  resolved_not_applied: ['failed_retryable'],
+  resolved_failed: ['failed_terminal'],
+  attempts_exhausted: ['failed_terminal'],
+};
+
 /** Who may have written a line, from its outcome code: the actors of `states.ts`. */
 export function writersOf(code: string | null): readonly Actor[] {
   if (code === null) return ['reserve', 'worker'];
@@ -111,6 +136,8 @@ function misfit(current: Node, line: TraceLine): string | undefined {
   if (!names.some((n) => allows(n, before, to))) {
     return `no transition of ${writersOf(line.outcome_code).join('/')} moves ${before ?? '(none)'} -> ${to}`;
   }
+  const ends = line.outcome_code === null ? undefined : ENDS[line.outcome_code];
+  if (ends && !ends.includes(to)) return `outcome ${line.outcome_code} never ends in ${to}`;
   const fresh = current.state === null || isTerminal(current.state);
   for (const name of names) {
     // Only a reservation starts from "no record", and a reservation's line says so.

@@ -72,6 +72,22 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(verdict.rejected[0]?.reason).toMatch(/no transition of reconciler/);
   });
 
+  it('rejects a retry of a tool that can neither reconcile nor dedupe: its decision goes to an operator', () => {
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'no_reconcile'),
+    ]);
+    expect(verdict.rejected).toHaveLength(1);
+    expect(verdict.rejected[0]?.reason).toMatch(/no_reconcile never ends in failed_retryable/);
+    const legal = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'needs_reconciliation', 1, 'no_reconcile'),
+    ]);
+    expect(legal.rejected).toEqual([]);
+  });
+
   it('rejects a second effect-bearing claim of the same attempt', () => {
     const verdict = checkTrace([
       line(null, 'queued', 0),
