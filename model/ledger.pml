@@ -276,10 +276,12 @@ end_loop:
   :: atomic { ALIVE(st) && st == S_pending && leaseExp ->
        CHECKED(FROM_expire_lease(st) && TO_expire_lease(S_uncertain)); st = S_uncertain }
 #endif
-  :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG -> msgs++ }   /* stale: enqueue again */
+  :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG ->   /* stale: enqueue again, look later */
+       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st)); msgs++ }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
        CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal }
-  :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG -> msgs++ }
+  :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG ->
+       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st)); msgs++ }
 #ifndef BROKEN_NO_APPROVAL_EXPIRY
   :: atomic { ALIVE(st) && st == S_awaiting_approval && apprExp ->
        CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected)); st = S_rejected }
@@ -310,7 +312,8 @@ end_loop:
           if :: att < MAXATT -> ENQUEUE() :: else -> skip fi
        :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 >= MAXCHK ->
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation)); st = S_needs_reconciliation
-       :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 < MAXCHK && chk == c -> chk = c + 1
+       :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 < MAXCHK && chk == c ->
+          CHECKED(FROM_defer_attention(st) && TO_defer_attention(st)); chk = c + 1
        :: else -> skip
        fi;
        a = 0; c = 0; r = 0; verdict = false; known = false
