@@ -95,7 +95,8 @@ export async function queueView(view, params) {
     } catch (error) {
       if (mine !== generation) return;
       replace(results, problemBox(error), pagingButtons(undefined));
-      focusAfter('refresh');
+      // After a button press, to Refresh (to try again); a page that just opened keeps its heading.
+      focusAfter(focusOn && 'refresh');
       return;
     }
     if (mine !== generation) return;
