@@ -162,12 +162,12 @@ inline handle_existing() {
 #endif
   :: ALIVE(st) && DIGOK && TERMINAL(st) -> act = A_DONE          /* replayed */
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att >= MAXATT ->
-     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal;
+     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_worker)); st = S_failed_terminal;
      act = A_NEXT
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att < MAXATT && mode == M_ASYNC -> ENQUEUE(); act = A_NEXT
   :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) ->
      /* claim: UpdateItem IF state IN (queued, failed_retryable) AND attempt = a AND digest = record's */
-     CHECKED(FROM_claim(st) && TO_claim(S_pending));
+     CHECKED(FROM_claim(st) && TO_claim(S_pending) && BY_claim(ACT_worker));
      st = S_pending; att = att + 1; owner = _pid; leaseExp = false; chk = 0; outAtt = 0;
      myAtt = att; myResv = resv; act = A_ATTEMPT
   :: else -> act = A_NEXT                                        /* in progress or accepted: 409 or 202 */
@@ -193,10 +193,10 @@ end_next:
           resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0;
           leaseExp = false; apprExp = false; expd = false;
           if
-          :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none)); st = S_awaiting_approval; att = 0; act = A_NEXT
-          :: !needAppr && mode == M_ASYNC -> assert(FROM_reserve_queued(S_none)); st = S_queued; att = 0; ENQUEUE(); act = A_NEXT
+          :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none) && BY_reserve_awaiting_approval(ACT_reserve)); st = S_awaiting_approval; att = 0; act = A_NEXT
+          :: !needAppr && mode == M_ASYNC -> assert(FROM_reserve_queued(S_none) && BY_reserve_queued(ACT_reserve)); st = S_queued; att = 0; ENQUEUE(); act = A_NEXT
           :: !needAppr && mode != M_ASYNC ->
-             assert(FROM_reserve_pending(S_none)); st = S_pending; att = 1; owner = _pid; myAtt = 1; act = A_ATTEMPT
+             assert(FROM_reserve_pending(S_none) && BY_reserve_pending(ACT_reserve)); st = S_pending; att = 1; owner = _pid; myAtt = 1; act = A_ATTEMPT
           fi
        :: else -> handle_existing()
        fi
@@ -230,7 +230,8 @@ attempt:
   atomic {
     if
     :: OWNS && (st == S_pending || (KNOWN(out) && (st == S_uncertain || st == S_needs_reconciliation || st == S_failed_retryable))) ->
-       CHECKED((FROM_record_outcome(st) && TO_record_outcome(out)) || (FROM_record_late_outcome(st) && TO_record_late_outcome(out)));
+       CHECKED((FROM_record_outcome(st) && TO_record_outcome(out) && BY_record_outcome(ACT_owner)) ||
+               (FROM_record_late_outcome(st) && TO_record_late_outcome(out) && BY_record_late_outcome(ACT_late_owner)));
        st = out; outBy = _pid; outAtt = myAtt;
        mine = true
     :: else -> mine = false                        /* superseded: stored only as late_outcome */
@@ -274,17 +275,17 @@ end_loop:
   do
 #ifndef BROKEN_NO_LEASE_EXPIRY
   :: atomic { ALIVE(st) && st == S_pending && leaseExp ->
-       CHECKED(FROM_expire_lease(st) && TO_expire_lease(S_uncertain)); st = S_uncertain }
+       CHECKED(FROM_expire_lease(st) && TO_expire_lease(S_uncertain) && BY_expire_lease(ACT_reconciler)); st = S_uncertain }
 #endif
   :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG ->   /* stale: enqueue again, look later */
-       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st)); msgs++ }
+       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); msgs++ }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
-       CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal }
+       CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_reconciler)); st = S_failed_terminal }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG ->
-       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st)); msgs++ }
+       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); msgs++ }
 #ifndef BROKEN_NO_APPROVAL_EXPIRY
   :: atomic { ALIVE(st) && st == S_awaiting_approval && apprExp ->
-       CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected)); st = S_rejected }
+       CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected) && BY_expire_approval(ACT_reconciler)); st = S_rejected }
 #endif
   :: atomic { ALIVE(st) && st == S_uncertain ->
        a = att; c = chk; r = resv;
@@ -306,14 +307,14 @@ end_loop:
      atomic {
        if
        :: st == S_uncertain && att == a && SAME_RESV(r) && known && verdict ->
-          CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded)); st = S_succeeded
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded) && BY_reconcile(ACT_reconciler)); st = S_succeeded
        :: st == S_uncertain && att == a && SAME_RESV(r) && known && !verdict ->
-          CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable)); st = S_failed_retryable;
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable) && BY_reconcile(ACT_reconciler)); st = S_failed_retryable;
           if :: att < MAXATT -> ENQUEUE() :: else -> skip fi
        :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 >= MAXCHK ->
-          CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation)); st = S_needs_reconciliation
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation) && BY_reconcile(ACT_reconciler)); st = S_needs_reconciliation
        :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 < MAXCHK && chk == c ->
-          CHECKED(FROM_defer_attention(st) && TO_defer_attention(st)); chk = c + 1
+          CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); chk = c + 1
        :: else -> skip
        fi;
        a = 0; c = 0; r = 0; verdict = false; known = false
@@ -340,9 +341,9 @@ end_loop:
 #endif
 #endif
           if
-          :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded)); st = S_succeeded
-          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable)); st = S_failed_retryable
-          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal)); st = S_failed_terminal
+          :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded) && BY_resolve(ACT_operator)); st = S_succeeded
+          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable) && BY_resolve(ACT_operator)); st = S_failed_retryable
+          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal) && BY_resolve(ACT_operator)); st = S_failed_terminal
           fi
        :: else -> skip
        fi;
@@ -373,8 +374,8 @@ end_loop:
        :: dig == dg ->
 #endif
           if
-          :: true -> CHECKED(FROM_approve(st) && TO_approve(S_queued)); st = S_queued; apprOf[resv] = dg; ok = true
-          :: true -> CHECKED(FROM_reject(st) && TO_reject(S_rejected)); st = S_rejected
+          :: true -> CHECKED(FROM_approve(st) && TO_approve(S_queued) && BY_approve(ACT_approver)); st = S_queued; apprOf[resv] = dg; ok = true
+          :: true -> CHECKED(FROM_reject(st) && TO_reject(S_rejected) && BY_reject(ACT_approver)); st = S_rejected
           fi
        :: else -> skip                                /* approval_mismatch */
        fi
