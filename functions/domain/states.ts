@@ -40,9 +40,21 @@ export function isState(value: unknown): value is OperationState {
 /**
  * Who performs a transition: each actor may make only its own moves. The trace checker
  * (scripts/verify/trace-check.ts) reads it to tell, from a log line's outcome code, which rows the line
- * may be a move of.
+ * may be a move of. `worker` is whoever claims an attempt (a caller or the executor); `owner` and
+ * `late_owner` are the holder of the attempt's lease, committing its outcome in time or late.
  */
-export type Actor = 'reserve' | 'approver' | 'worker' | 'owner' | 'reconciler' | 'operator' | 'late_owner';
+export const ACTORS = [
+  'reserve',
+  'approver',
+  'worker',
+  'owner',
+  'reconciler',
+  'operator',
+  'late_owner',
+] as const;
+
+/** One actor of {@link ACTORS}. */
+export type Actor = (typeof ACTORS)[number];
 
 /** Names of the transitions, one per arrow of SPEC §2. */
 export type TransitionName =
@@ -65,7 +77,8 @@ export type TransitionName =
 export interface TransitionRule {
   readonly from: readonly (OperationState | null)[];
   readonly to: readonly OperationState[];
-  readonly actor: Actor;
+  /** Everyone who performs this move (most moves have one; exhaustion has two). */
+  readonly actors: readonly Actor[];
   /**
    * The move keeps the state it found (`to` is then the same list as `from`): a postponement that
    * changes only when the record is looked at next. Such a write names the row but no new state.
@@ -84,37 +97,39 @@ const POSTPONABLE: readonly OperationState[] = [
 
 /** The whole machine. `null` is "no record". */
 export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
-  reserve_pending: { from: [null], to: ['pending'], actor: 'reserve' },
-  reserve_queued: { from: [null], to: ['queued'], actor: 'reserve' },
-  reserve_awaiting_approval: { from: [null], to: ['awaiting_approval'], actor: 'reserve' },
-  approve: { from: ['awaiting_approval'], to: ['queued'], actor: 'approver' },
-  reject: { from: ['awaiting_approval'], to: ['rejected'], actor: 'approver' },
-  expire_approval: { from: ['awaiting_approval'], to: ['rejected'], actor: 'reconciler' },
-  claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actor: 'worker' },
-  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actor: 'worker' },
+  reserve_pending: { from: [null], to: ['pending'], actors: ['reserve'] },
+  reserve_queued: { from: [null], to: ['queued'], actors: ['reserve'] },
+  reserve_awaiting_approval: { from: [null], to: ['awaiting_approval'], actors: ['reserve'] },
+  approve: { from: ['awaiting_approval'], to: ['queued'], actors: ['approver'] },
+  reject: { from: ['awaiting_approval'], to: ['rejected'], actors: ['approver'] },
+  expire_approval: { from: ['awaiting_approval'], to: ['rejected'], actors: ['reconciler'] },
+  claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actors: ['worker'] },
+  // A record whose attempts are used up is closed by whoever meets it next: a caller or the executor
+  // about to claim it (engine/submit-operation.ts), or the reconciler's pass (engine/reconcile.ts).
+  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actors: ['worker', 'reconciler'] },
   record_outcome: {
     from: ['pending'],
     to: ['succeeded', 'failed_terminal', 'failed_retryable', 'uncertain'],
-    actor: 'owner',
+    actors: ['owner'],
   },
-  expire_lease: { from: ['pending'], to: ['uncertain'], actor: 'reconciler' },
+  expire_lease: { from: ['pending'], to: ['uncertain'], actors: ['reconciler'] },
   reconcile: {
     from: ['uncertain'],
     to: ['succeeded', 'failed_retryable', 'needs_reconciliation'],
-    actor: 'reconciler',
+    actors: ['reconciler'],
   },
   // The reconciler's "not yet": a live lease or approval deadline, a re-enqueue with backoff, a target
   // that answered `unknown`. Only the attention time (and its counters) change.
-  defer_attention: { from: POSTPONABLE, to: POSTPONABLE, actor: 'reconciler', keepsState: true },
+  defer_attention: { from: POSTPONABLE, to: POSTPONABLE, actors: ['reconciler'], keepsState: true },
   resolve: {
     from: ['uncertain', 'needs_reconciliation'],
     to: ['succeeded', 'failed_terminal', 'failed_retryable'],
-    actor: 'operator',
+    actors: ['operator'],
   },
   record_late_outcome: {
     from: ['uncertain', 'needs_reconciliation', 'failed_retryable'],
     to: ['succeeded', 'failed_terminal'],
-    actor: 'late_owner',
+    actors: ['late_owner'],
   },
 };
 

@@ -666,7 +666,8 @@ async function write(
   );
   if (result.ok && w.to !== undefined) {
     logLine(deps, req, result.record, record.state, w.to, tool, {
-      code: extra.code ?? null,
+      // A write that sets its outcome code names it on its line too (attempts_exhausted).
+      code: extra.code ?? w.set.outcome_code ?? null,
       durationMs: extra.durationMs,
     });
   }

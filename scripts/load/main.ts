@@ -338,10 +338,13 @@ async function run(options: LoadOptions): Promise<number> {
     // Every transition line replayed against the protocol's transition relation (scripts/verify).
     await stack.stop().catch(() => undefined);
     logLines.push(...stack.stdoutLines());
-    const verdict = checkTrace(transitionLines(logLines));
+    // The one SIGKILL is the only fault that can keep a landed write from its line (local mode talks to
+    // dynalite without injected faults): it cuts at most the writer it caught between write and line.
+    const killed = restartedAt === undefined ? 0 : 1;
+    const verdict = checkTrace(transitionLines(logLines), { unlogged: () => killed });
     rows.push([
       'transition log lines replayed against the model / rejected (must be 0)',
-      `${verdict.lines} / ${verdict.rejected.length} (${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged)`,
+      `${verdict.lines} / ${verdict.rejected.length} (${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged, at most ${killed} per operation allowed)`,
     ]);
     for (const r of verdict.rejected.slice(0, 10)) log(`trace check REJECTED ${r.key}: ${r.reason}`);
     process.stdout.write(`\n${markdownTable(rows)}\n\n`);

@@ -178,6 +178,18 @@ export const CHECKS: readonly Check[] = [
       /lease expired\n(?:(?!new lease)[\s\S])*EFFECT of reservation (\d) \(count 1\)[\s\S]*EFFECT of reservation \1 \(count 2\)$/,
   },
   {
+    name: 'broken/claim-without-read-back',
+    property: 'at_most_once',
+    defines: [...BASE, 'BROKEN_CLAIM_NO_READBACK'],
+    expect: 'refuted',
+    about:
+      'a worker that takes a claim whose retried write failed its condition for its own, without reading back the lease owner and attempt: it runs next to the worker whose claim landed',
+    // The worker whose claim was lost never lands one afterwards, yet runs an effect of a reservation
+    // that ends with two.
+    shows:
+      /proc (\d+) Caller: claim request or response lost\n(?:(?!proc \1 Caller: record -> pending)[\s\S])*proc \1 Caller: EFFECT of reservation (\d) \(count (?:2\)|1\)(?:(?!proc \1 Caller: record -> pending)[\s\S])*EFFECT of reservation \2 \(count 2\))$/,
+  },
+  {
     name: 'broken/resolution-without-attempt',
     property: 'at_most_once',
     // A stale resolution needs a third attempt to run a second effect.

@@ -60,7 +60,9 @@ async function verifier(defines: readonly string[], liveness: boolean): Promise<
         await copyFile(path.join(MODEL_DIR, file), path.join(folder, file));
       }
       await run('spin', ['-a', ...defines, 'ledger.pml'], { cwd: folder });
-      const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(liveness ? ['-DNFAIR=3'] : [])];
+      // A safety property ([] p) needs no cycle search: -DSAFETY drops it (a fifth less time); the
+      // claim reaching its end is still the violation.
+      const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(liveness ? ['-DNFAIR=3'] : ['-DSAFETY'])];
       await run('gcc', [...cflags, '-o', 'pan', 'pan.c'], { cwd: folder });
       return folder;
     })();
@@ -134,6 +136,7 @@ const WATCHED: Record<string, (value: string) => string> = {
   expd: (v) => (v === '1' ? 'retention passed: the key is free again' : ''),
   crashes: () => 'worker crashed',
   lost: () => 'commit response lost',
+  lostClaim: () => 'claim request or response lost',
   'applied[1]': (v) => `EFFECT of reservation 1 (count ${v})`,
   'applied[2]': (v) => `EFFECT of reservation 2 (count ${v})`,
   'apprOf[1]': (v) => `approval of digest ${v} recorded`,

@@ -105,6 +105,11 @@ export class World {
   readonly conflicts: { op: number; variant: number }[] = [];
   readonly anomalies: string[] = [];
   readonly logs: TransitionLogLine[] = [];
+  /**
+   * Writes that moved a record and whose answer never reached their writer, by `pk`: the moves that
+   * may be missing from {@link logs} (see `trace-replay.ts`).
+   */
+  readonly unseenWrites = new Map<string, number>();
   readonly ops: ModelOp[];
   readonly config: LedgerConfig;
   readonly scripted: ScriptedTools;
@@ -186,7 +191,9 @@ export class World {
   /** A fresh process (new connection, empty cache), optionally in a schedule slot. */
   newProcess(maxAttempts = 3): ModelProcess {
     this.generation += 1;
-    const link = new ProcessLink(this.env.endpoint, maxAttempts);
+    const link = new ProcessLink(this.env.endpoint, maxAttempts, (pk) => {
+      this.unseenWrites.set(pk, (this.unseenWrites.get(pk) ?? 0) + 1);
+    });
     this.links.push(link);
     const metrics = this.options.metrics?.() ?? new MemoryLedgerMetrics();
     const extra = this.options.log;
@@ -207,6 +214,11 @@ export class World {
       cache: new TerminalCache(100),
     });
     return { link, deps };
+  }
+
+  /** The record a line is about (`tenant#operation_id`, its `pk`): tenants share operation IDs. */
+  keyOf(line: TransitionLogLine): string {
+    return `${this.tenantOf(line)}#${line.operation_id}`;
   }
 
   /** The tenant of a logged operation: the one whose arguments have the line's digest. */
