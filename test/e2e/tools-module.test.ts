@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,6 +96,25 @@ describe('a bad TOOL_LEDGER_TOOLS_MODULE stops local mode at start (exit 2, the 
     });
     expect(code).toBe(2);
     expect(stderr).toContain(`TOOL_LEDGER_TOOLS_MODULE: no such file: ${missing}`);
+  });
+
+  it('a .ts module in a CommonJS package, which says what to change ("type": "module" or .mts)', async () => {
+    // What `npm init` (npm 11) writes, and what Node then makes of tools/index.ts.
+    const project = path.join(dataDir, 'cjs-project');
+    await mkdir(path.join(project, 'tools'), { recursive: true });
+    await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'team', type: 'commonjs' }));
+    const module = path.join(project, 'tools', 'index.ts');
+    await writeFile(
+      module,
+      "import type { ToolFactory } from 'tool-ledger/tool';\nconst tools: ToolFactory = () => [];\nexport default tools;\n",
+    );
+    const { code, stderr } = await startExpectingRefusal({
+      TOOL_LEDGER_DATA_DIR: path.join(dataDir, 'cjs-data'),
+      TOOL_LEDGER_TOOLS_MODULE: module,
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(`TOOL_LEDGER_TOOLS_MODULE: ${module}: Node loads it as CommonJS`);
+    expect(stderr).toContain('set "type": "module" in your package.json, or name the file index.mts');
   });
 
   it('a module without a default-exported factory', async () => {
