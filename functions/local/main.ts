@@ -6,8 +6,9 @@ import { useToolsModule } from './tools-module';
 
 /**
  * `npm start`: tool-ledger on one machine (SPEC §10). Prints one ready line for scripts, then a short
- * greeting for people; stops cleanly on SIGINT and SIGTERM. Exit code 2: a setting cannot be used, or
- * the data folder is in use by another process (both named on stderr); 1: any other failure to start.
+ * greeting for people; stops cleanly on SIGINT and SIGTERM. Exit code 2: a setting cannot be used, the
+ * tools module cannot be loaded or cannot build its tools, or the data folder is in use by another
+ * process (each named on stderr); 1: any other failure to start.
  */
 
 /** How long a stop waits for requests, batches and passes in flight (a tool's deadline plus its commit). */
@@ -58,11 +59,12 @@ async function main(): Promise<void> {
   // Read when the first AWS SDK client is built; local mode runs on Node 20 by design.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   let settings: LocalSettings;
+  let toolsModule: string | undefined;
   try {
     settings = loadLocalSettings(process.env);
     // Read by the logger when its module loads, which is why the tools and the stack are imported only now.
     if (settings.logFormat === 'pretty') process.env[SETTINGS.powertoolsDev.name] ??= 'true';
-    await useToolsModule(process.env[SETTINGS.toolsModule.name], process.cwd());
+    toolsModule = await useToolsModule(process.env[SETTINGS.toolsModule.name], process.cwd());
   } catch (error) {
     if (!(error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);
@@ -71,9 +73,9 @@ async function main(): Promise<void> {
   const { startStack } = await import('./stack');
   let stack: RunningStack;
   try {
-    stack = await startStack(settings);
+    stack = await startStack(settings, toolsModule);
   } catch (error) {
-    if (!(error instanceof DataFolderInUseError)) throw error;
+    if (!(error instanceof DataFolderInUseError || error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);
     process.exit(2);
   }

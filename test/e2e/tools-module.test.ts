@@ -127,3 +127,53 @@ describe('a bad TOOL_LEDGER_TOOLS_MODULE stops local mode at start (exit 2, the 
     expect(stderr).toContain('must default-export a tool factory');
   });
 });
+
+describe('a tools module whose factory cannot build the tools stops local mode at start (exit 2, the module named)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'tl-tools-factory-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Writes an ES module tools file (`.mts`: no package.json decides its format) and starts local mode on it. */
+  async function startWith(name: string, source: string) {
+    const module = path.join(dir, `${name}.mts`);
+    await writeFile(module, source);
+    const refusal = await startExpectingRefusal({
+      TOOL_LEDGER_DATA_DIR: path.join(dir, `${name}-data`),
+      TOOL_LEDGER_TOOLS_MODULE: module,
+    });
+    return { module, ...refusal };
+  }
+
+  it('a factory that throws: its own message is shown, not its stack', async () => {
+    const { module, code, stderr } = await startWith(
+      'throws',
+      "export default () => { throw new Error('TICKETS_URL is not set'); };\n",
+    );
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `TOOL_LEDGER_TOOLS_MODULE: ${module}: the tool factory threw when local mode built the tools (Error: TICKETS_URL is not set)`,
+    );
+    expect(stderr).not.toMatch(/\n\s+at /);
+    expect(stderr).not.toContain('tool-ledger ready');
+  });
+
+  it('a factory that returns something other than a list of tools', async () => {
+    const notList = await startWith('object', 'export default () => ({ tools: [] });\n');
+    expect(notList.code).toBe(2);
+    expect(notList.stderr).toContain(
+      `TOOL_LEDGER_TOOLS_MODULE: ${notList.module}: the tool factory must return a list of tools, (env) => Tool[]; it returned an object`,
+    );
+    const notTool = await startWith(
+      'not-a-tool',
+      "export default () => [{ name: 'team.half', effect: 'write' }];\n",
+    );
+    expect(notTool.code).toBe(2);
+    expect(notTool.stderr).toContain(
+      'item 1 (team.half) is not a tool: no execute function (build it with defineTool)',
+    );
+  });
+});
