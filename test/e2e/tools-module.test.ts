@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -76,6 +76,19 @@ describe("local mode runs a deployment's own tools module (TOOL_LEDGER_TOOLS_MOD
   it("a terminal error thrown from the tool author's entry is a terminal failure, not an unknown outcome", async () => {
     const refused = await post(stack, 'team-2', { tool: 'team.note', arguments: { note: 'refuse' } });
     expect(refused.body).toMatchObject({ state: 'failed_terminal', error: { code: 'refused' } });
+  });
+
+  it("the start banner's example calls the team tool, and it runs as printed", async () => {
+    // The greeting is written right after the ready line; wait for its last line to arrive.
+    await vi.waitFor(() => expect(stack.stdoutLines().some((l) => l.startsWith('Data folder:'))).toBe(true));
+    const printed = stack.stdoutLines().find((l) => l.trimStart().startsWith("-d '"));
+    expect(printed).toBeDefined();
+    const call = JSON.parse((printed as string).trim().slice(4, -1)) as { tool: string; arguments: unknown };
+    expect(call.tool).toBe('team.note');
+    expect(stack.output()).not.toContain('workspace.write_file');
+    const answer = await post(stack, 'banner-1', call);
+    expect(answer.status).toBe(201);
+    expect(answer.body).toMatchObject({ state: 'succeeded', replayed: false });
   });
 });
 
