@@ -9,6 +9,7 @@ import {
   AGENT_MODULE,
   APP_MODULE,
   RUN_AGENT_MODULE,
+  readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
   TSCONFIG_NODENEXT,
@@ -169,6 +170,10 @@ async function main(): Promise<void> {
       ),
     );
     await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
+    await writeFile(
+      path.join(consumer, 'tools', 'acme-tools.ts'),
+      readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
+    );
     await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
     await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
     await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
@@ -182,13 +187,19 @@ async function main(): Promise<void> {
 
     step('type-check the consumer (strict, no casts)');
     await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer);
-    check(true, 'moduleResolution NodeNext: client, three adapters with SDK types, custom tool, construct');
+    check(
+      true,
+      "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct",
+    );
     await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer);
     check(true, 'moduleResolution bundler: the same files');
 
     step("synthesize a stack with the consumer's own tool (real esbuild bundling)");
     const synth = await run('npx', ['tsx', 'app.ts'], consumer, { CDK_DISABLE_VERSION_CHECK: '1' });
-    check(synth.includes('"consumer.note"'), "the manifest lists the consumer's tool");
+    check(
+      synth.includes('"consumer.note"') && synth.includes('"webhook.post"'),
+      "the manifest lists the consumer's tool and the shipped webhook.post it composes",
+    );
     const template = JSON.parse(
       await readFile(path.join(consumer, 'cdk.out', 'ConsumerLedger.template.json'), 'utf8'),
     );
