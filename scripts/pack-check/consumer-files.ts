@@ -164,3 +164,12 @@ export const TSCONFIG_BUNDLER = {
   compilerOptions: { ...STRICT, module: 'ESNext', moduleResolution: 'bundler' },
   files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
 };
+
+/**
+ * tsconfig of the CommonJS project: its tools module is `.mts`, an ES module whatever the package says,
+ * and type-checks as one under NodeNext.
+ */
+export const TSCONFIG_CJS_MTS = {
+  compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
+  files: ['tools/index.mts'],
+};
