@@ -185,6 +185,8 @@ export function transportReason(error: unknown): string {
   for (const candidate of [cause, error]) {
     if (isRecord(candidate) && typeof candidate.code === 'string') return candidate.code;
   }
+  // fetch's refusal of a blocked port carries no code, only this message.
+  if (cause instanceof Error && cause.message === 'bad port') return 'bad port';
   return error instanceof Error ? error.name : 'unknown error';
 }
 

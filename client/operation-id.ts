@@ -133,6 +133,12 @@ export function operationIdFor(position: OperationPosition): string {
 }
 
 function encodePart(value: string, name: string): string {
-  if (!value.isWellFormed()) throw new TypeError(`${name} contains a lone surrogate`);
-  return encodeURIComponent(value);
+  try {
+    return encodeURIComponent(value);
+  } catch (error) {
+    // encodeURIComponent refuses exactly the strings that are not well-formed UTF-16 (a lone surrogate);
+    // String.prototype.isWellFormed says the same but is ES2024, and the client keeps to ES2022.
+    if (error instanceof URIError) throw new TypeError(`${name} contains a lone surrogate`);
+    throw error;
+  }
 }

@@ -67,14 +67,7 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
         config.queueUrl,
       )
     : noWorkQueue;
-  const toolEnv: ToolEnvironment = {
-    workspaceRoot: readSetting(env, SETTINGS.workspaceDir),
-    webhookAllow: readSetting(env, SETTINGS.webhookAllow),
-    webhookIdempotentOrigins: readSetting(env, SETTINGS.webhookIdempotent),
-    local,
-    reservedEndpoints: reservedEndpoints(env),
-    retentionSeconds: config.retentionSeconds,
-  };
+  const toolEnv = toolEnvironment(env);
   const deps = createDeps({
     store: new LedgerStore({ client: dynamo, tableName: config.tableName }),
     tools: new ToolRegistry(factory(toolEnv)),
@@ -90,6 +83,26 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
   };
   runtime.refreshTools = withUpstreams(deps, env);
   return runtime;
+}
+
+/**
+ * What the deployment's tool factory is given, read from the environment: the same for every handler and
+ * for local mode's start-up check of the tools (functions/local/start-tools.ts).
+ *
+ * @example
+ * ```ts
+ * const registry = new ToolRegistry(tools(toolEnvironment(process.env)));
+ * ```
+ */
+export function toolEnvironment(env: NodeJS.ProcessEnv = process.env): ToolEnvironment {
+  return {
+    workspaceRoot: readSetting(env, SETTINGS.workspaceDir),
+    webhookAllow: readSetting(env, SETTINGS.webhookAllow),
+    webhookIdempotentOrigins: readSetting(env, SETTINGS.webhookIdempotent),
+    local: readSetting(env, SETTINGS.local),
+    reservedEndpoints: reservedEndpoints(env),
+    retentionSeconds: readSetting(env, SETTINGS.retentionSeconds),
+  };
 }
 
 /** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */

@@ -3,6 +3,7 @@ import { SETTINGS } from '../contract/environment';
 import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
 import { SqsWorkQueue } from '../queue/sqs-work-queue';
+import type { ToolRegistry } from '../tools/registry';
 import { DataFolderGuard } from './data-folder-guard';
 import { DataFolderInUseError, lockDataFolder, lockHolder } from './data-folder-lock';
 import { type LocalDynamo, startLocalDynamo } from './dynamo-server';
@@ -50,6 +51,8 @@ export interface RunningStack {
   tableName: string;
   /** What the start-up check of the indexes found and repaired. */
   repair: Omit<RepairReport, 'queued'> & { requeued: number };
+  /** The deployment's tools, as built at start (the handlers build the same list). */
+  tools: ToolRegistry;
   /**
    * Stops the loops and the HTTP server, waiting for work in flight at most `graceMs`, then the
    * emulators. Returns false if some work was abandoned.
@@ -88,7 +91,9 @@ export function handlerEnvironment(
 
 /**
  * Starts the emulators, creates the table and queues, sets `process.env` for the handlers, imports
- * them, and starts the HTTP server and both loops.
+ * them, builds the tools once (a factory that fails stops the start: `LocalSettingsError` naming
+ * `toolsModule`, the resolved `TOOL_LEDGER_TOOLS_MODULE`, if any), and starts the HTTP server and both
+ * loops.
  *
  * @example
  * ```ts
@@ -97,7 +102,7 @@ export function handlerEnvironment(
  * await stack.stop(30_000);
  * ```
  */
-export async function startStack(settings: LocalSettings): Promise<RunningStack> {
+export async function startStack(settings: LocalSettings, toolsModule?: string): Promise<RunningStack> {
   const started: { stop(): Promise<unknown> }[] = [];
   const stopStarted = async () => {
     for (const part of started.reverse()) await part.stop().catch(() => undefined);
@@ -146,16 +151,19 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
         process.env,
       ),
     );
-    const [api, executor, reconciler] = await Promise.all([
+    const [api, executor, reconciler, { buildStartTools }] = await Promise.all([
       import('../handlers/api'),
       import('../handlers/executor'),
       import('../handlers/reconciler'),
+      import('./start-tools'),
     ]);
     const http = new HttpAdapter(api.handler, API_FUNCTION);
     const port = await http.listen(settings.port);
     // Before the first invocation builds the runtime: webhook.post must never reach the API itself.
     process.env[SETTINGS.reservedEndpoints.name] = `http://127.0.0.1:${port}`;
     started.push({ stop: () => http.close(0) });
+    // Before the loops run the handlers: a tools module that cannot build its list is a refusal to start.
+    const tools = buildStartTools(process.env, toolsModule);
     const executorLoop = new ExecutorLoop({
       client: sqs.client,
       queueUrl: queues.queueUrl,
@@ -177,6 +185,7 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
       queues,
       tableName: settings.tableName,
       repair: { ...found, requeued: queued.length },
+      tools,
       async stop(graceMs) {
         // New work stops first; then what is running may finish (it commits to the ledger, which is
         // still up); the emulators go last.

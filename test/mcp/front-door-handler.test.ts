@@ -60,6 +60,21 @@ describe('POST /mcp through the API handler', () => {
     expect(await api.recordCount()).toBe(0);
   });
 
+  it('tells the orchestrator what to set over MCP (_meta), not the HTTP header, and keeps the code', async () => {
+    const result = await callWithId(client, 'test.effect', { target: 'a' });
+    const [said] = result.content as { type: string; text: string }[];
+    expect(said?.text).toMatch(
+      /^The operation ID \(_meta\["io\.tool-ledger\/operation-id"\]\) is missing \(idempotency_key_missing\)\./,
+    );
+    expect(said?.text).toContain('Set _meta["io.tool-ledger/operation-id"] to a stable operation ID');
+    expect(JSON.stringify(result.content)).not.toContain('Idempotency-Key');
+    expect(body(result)).toMatchObject({
+      code: 'idempotency_key_missing',
+      title: 'The operation ID (_meta["io.tool-ledger/operation-id"]) is missing',
+      status: 400,
+    });
+  });
+
   it('refuses tools/call to a caller without the agent role, but lets it list tools', async () => {
     const operator = await mcpClient('http://api.invalid/mcp', 'operator-a', handlerFetch(api.handler));
     try {
