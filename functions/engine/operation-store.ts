@@ -36,6 +36,19 @@ export interface Expectation {
   reservationId?: string;
 }
 
+/**
+ * What a late-outcome annotation expects to find: the record as it was read, still the reservation
+ * the superseded attempt belonged to, and past that attempt.
+ */
+export interface LateOutcomeExpectation {
+  /** The superseded attempt: the record's attempt must be above it. */
+  supersededAttempt: number;
+  /** The state the record was read in. */
+  state: OperationState;
+  /** The reservation the superseded attempt ran under. */
+  reservationId: string;
+}
+
 /** One conditional transition of one item. */
 export interface TransitionWrite {
   /** The transition(s) this write performs; every expected state must be allowed by one of them. */
@@ -98,12 +111,15 @@ export interface OperationStore {
   reserve(item: OperationRecord, nowSeconds: number): Promise<ReserveResult>;
   /** One conditional write that performs a named transition (or several a condition admits). */
   transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult>;
-  /** Notes a superseded attempt's outcome on a record, touching nothing else. */
+  /**
+   * Notes a superseded attempt's outcome on a record, touching nothing else, only while the record is
+   * what `expect` says; otherwise reports what it found.
+   */
   annotateLateOutcome(
     key: ItemKey,
-    attempt: number,
+    expect: LateOutcomeExpectation,
     lateOutcome: OperationRecord['late_outcome'],
-  ): Promise<void>;
+  ): Promise<WriteResult>;
   /** One page of a shard of the reconciler's view: records due by `dueBy`, oldest first. */
   queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page>;
   /** One page of one tenant's due records (an operator's reconcile pass). */

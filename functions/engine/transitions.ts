@@ -295,35 +295,55 @@ export async function recordOutcome(
       return current;
     }
     if (current.attempt > record.attempt) {
-      await recordLateOutcome(deps, req, current, tool, record.attempt, outcome);
+      await recordLateOutcome(deps, req, record, current, tool, outcome);
     }
     return current;
   }
   throw lastError;
 }
 
+const LATE_OUTCOME_TRIES = 3;
+
+/**
+ * Stores a superseded attempt's outcome as `late_outcome`, logs and counts it. The annotation is
+ * bound to the state it read and to the attempt's own reservation: if the record moved in between it
+ * is read again and tried again (a few times); on a new operation that reused the expired key it is
+ * never written (the log line and the metric still tell).
+ */
 async function recordLateOutcome(
   deps: LedgerDeps,
   req: RequestContext,
+  record: OperationRecord,
   current: OperationRecord,
   tool: AnyTool,
-  attempt: number,
   outcome: AttemptOutcome,
 ): Promise<void> {
   const late: LateOutcome = {
-    attempt,
+    attempt: record.attempt,
     state: outcome.state,
     outcome_code: outcome.outcomeCode,
     at: iso(deps.clock()),
   };
-  await deps.store.annotateLateOutcome({ pk: current.pk, sk: current.sk }, attempt, late);
+  let seen: OperationRecord | undefined = current;
+  let annotated: OperationRecord | undefined;
+  for (let i = 0; i < LATE_OUTCOME_TRIES && annotated === undefined; i++) {
+    if (seen?.reservation_id !== record.reservation_id || seen.attempt <= record.attempt) break;
+    const result = await deps.store.annotateLateOutcome(
+      { pk: seen.pk, sk: seen.sk },
+      { supersededAttempt: record.attempt, state: seen.state, reservationId: record.reservation_id },
+      late,
+    );
+    if (result.ok) annotated = result.record;
+    else seen = result.current;
+  }
   deps.metrics.count(LEDGER_METRICS.lateOutcomes, tool.name);
+  const at = annotated ?? record;
   deps.log({
-    ...lineBase(current, tool, req),
-    attempt_number: attempt,
-    state_before: current.state,
-    state_after: current.state,
-    outcome_code: `late_outcome:${outcome.state}`,
+    ...lineBase(at, tool, req),
+    attempt_number: record.attempt,
+    state_before: at.state,
+    state_after: at.state,
+    outcome_code: `${annotated ? 'late_outcome' : 'late_outcome_unrecorded'}:${outcome.state}`,
     duration_ms: outcome.durationMs,
   });
 }

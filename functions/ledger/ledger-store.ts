@@ -23,6 +23,7 @@ import { assertTransition, type OperationState, type TransitionName } from '../d
 import {
   InvalidCursorError,
   type ItemKey,
+  type LateOutcomeExpectation,
   type OpenOperations,
   type OperationStore,
   type Page,
@@ -159,27 +160,40 @@ export class LedgerStore implements OperationStore {
 
   /**
    * Annotates a record with a late outcome of a superseded attempt. It touches only `late_outcome`:
-   * state, result and expiry stay as they are, so a terminal record keeps its outcome.
+   * state, result and expiry stay as they are, so a terminal record keeps its outcome. The write is
+   * bound to the state it was read in and to the attempt's reservation, like every decision: it never
+   * lands on a record that moved since, nor on a new operation that reused the expired key.
    */
   async annotateLateOutcome(
     key: ItemKey,
-    attempt: number,
+    expect: LateOutcomeExpectation,
     lateOutcome: OperationRecord['late_outcome'],
-  ): Promise<void> {
+  ): Promise<WriteResult> {
     try {
-      await call(() =>
+      const out = await call(() =>
         this.doc.send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: key,
             UpdateExpression: 'SET late_outcome = :lo',
-            ConditionExpression: `attribute_exists(${LEDGER_TABLE.partitionKey.name}) AND attempt > :n`,
-            ExpressionAttributeValues: { ':lo': lateOutcome, ':n': attempt },
+            ConditionExpression: `attribute_exists(${LEDGER_TABLE.partitionKey.name}) AND #state = :state AND reservation_id = :rid AND attempt > :n`,
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: {
+              ':lo': lateOutcome,
+              ':state': expect.state,
+              ':rid': expect.reservationId,
+              ':n': expect.supersededAttempt,
+            },
+            ReturnValues: 'ALL_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
+      return { ok: true, record: out.Attributes as OperationRecord };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get(key);
+      return { ok: false, current };
     }
   }
 
