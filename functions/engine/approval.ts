@@ -95,6 +95,15 @@ export async function decideApproval(
     ) {
       return { record: current, changed: false };
     }
+    // The write's condition holds it to the deadline at the time it was sent: answer as above.
+    if (
+      current?.state === 'awaiting_approval' &&
+      current.reservation_id === record.reservation_id &&
+      current.approval_deadline !== undefined &&
+      current.approval_deadline <= deps.clock()
+    ) {
+      throw new StateChangedError('the approval deadline has passed', { state: current.state });
+    }
     throw new StateChangedError('the operation changed while the decision was recorded', {
       state: current?.state,
     });

@@ -34,6 +34,11 @@ export interface Expectation {
    * a new operation that reused the expired key, however long the decision took.
    */
   reservationId?: string;
+  /**
+   * Only while `approval_deadline > approvalDeadlineAfter` (epoch ms): an approver's decision that
+   * reaches the table after the deadline fails, however long the request took to get there.
+   */
+  approvalDeadlineAfter?: number;
 }
 
 /**

@@ -376,8 +376,9 @@ export async function expireLease(
 }
 
 /**
- * `awaiting_approval → queued` (`approve`): an approver's yes, bound to the digest it saw. The caller
- * enqueues the work message once this has landed.
+ * `awaiting_approval → queued` (`approve`): an approver's yes, bound to the digest it saw and held to
+ * the approval deadline in the write's own condition. The caller enqueues the work message once this
+ * has landed.
  */
 export async function approve(
   deps: LedgerDeps,
@@ -388,14 +389,19 @@ export async function approve(
 ): Promise<WriteResult> {
   return changeState(deps, req, record, tool, {
     transition: 'approve',
-    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: approval.arguments_digest },
+    expect: {
+      states: ['awaiting_approval'],
+      attempt: record.attempt,
+      digest: approval.arguments_digest,
+      ...heldToDeadline(deps, req, record),
+    },
     to: 'queued',
     code: 'approved',
     set: { approval },
   });
 }
 
-/** `awaiting_approval → rejected` (`reject`): an approver's no, bound to the digest it saw. */
+/** `awaiting_approval → rejected` (`reject`): an approver's no, bound to the digest it saw and held to the deadline. */
 export async function reject(
   deps: LedgerDeps,
   req: RequestContext,
@@ -405,11 +411,30 @@ export async function reject(
 ): Promise<WriteResult> {
   return changeState(deps, req, record, tool, {
     transition: 'reject',
-    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: approval.arguments_digest },
+    expect: {
+      states: ['awaiting_approval'],
+      attempt: record.attempt,
+      digest: approval.arguments_digest,
+      ...heldToDeadline(deps, req, record),
+    },
     to: 'rejected',
     code: 'approval_rejected',
     set: { approval },
   });
+}
+
+/**
+ * Holds an approver's write to the record's approval deadline, at the clock as the write leaves rather
+ * than the request's start: a request slowed past the deadline (retries, a slow read) cannot land late.
+ * A record without a deadline has none to hold to (the reservation binding keeps it so).
+ */
+function heldToDeadline(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+): Pick<Expectation, 'approvalDeadlineAfter'> {
+  if (record.approval_deadline === undefined) return {};
+  return { approvalDeadlineAfter: Math.max(req.now, deps.clock()) };
 }
 
 /** `awaiting_approval → rejected` (`expire_approval`): the reconciler, once the approval deadline passed. */

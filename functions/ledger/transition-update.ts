@@ -17,7 +17,7 @@ export interface TransitionUpdate {
  * Builds the UpdateItem of a named transition: the new state and fields (`SET`), the fields that go
  * (`REMOVE`), a history entry appended, and the condition that the record exists, is in one of the
  * expected states and, where given, at the expected attempt, lease owner, digest, lease expiry,
- * reconcile checks, attention time and reservation. Throws, before anything is sent, when the state
+ * reconcile checks, attention time, reservation and approval deadline. Throws, before anything is sent, when the state
  * machine (functions/domain/states.ts) does not allow the move the write names.
  *
  * @example
@@ -100,6 +100,12 @@ export function transitionUpdate(write: TransitionWrite): TransitionUpdate {
     names['#reservation_id'] = 'reservation_id';
     values[':reservation_id'] = write.expect.reservationId;
     conditions.push('#reservation_id = :reservation_id');
+  }
+
+  if (write.expect.approvalDeadlineAfter !== undefined) {
+    names['#approval_deadline'] = 'approval_deadline';
+    values[':approval_now'] = write.expect.approvalDeadlineAfter;
+    conditions.push('#approval_deadline > :approval_now');
   }
 
   let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';

@@ -111,6 +111,47 @@ describe('approval bound to the operation ID and digest', () => {
     expect(tool.starts).toHaveLength(0);
   });
 
+  it('an approval that reaches the table after the deadline fails in the write itself', async () => {
+    // The request reads the record before the deadline; then it is slowed (a throttled read, a long
+    // pause) until the deadline has passed, so only the write's own condition can refuse it.
+    const client = db.newClient();
+    const slow = testLedger(client, await freshTable(db.client), [tool.tool]);
+    const first = await slow.submit({ operationId: 'a-10', arguments: { target: 'a' } });
+    let armed = false;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (armed && (context as { commandName?: string }).commandName === 'GetItemCommand') {
+          armed = false;
+          slow.advance(86_400_000 + 1_000);
+        }
+        return out;
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'slowAfterRead' },
+    );
+    for (const decision of ['approve', 'reject']) {
+      armed = true;
+      const late = decideApproval(slow.deps, slow.req(), {
+        tenant: 'acme',
+        principal: 'human-1',
+        operationId: 'a-10',
+        decision,
+        argumentsDigest: first.record.arguments_digest,
+      });
+      await expect(late).rejects.toMatchObject({
+        code: 'state_changed',
+        message: 'the approval deadline has passed',
+        details: { state: 'awaiting_approval' },
+      });
+      expect(armed).toBe(false);
+      slow.advance(-(86_400_000 + 1_000));
+    }
+    const record = await slow.store.get(operationKey('acme', 'a-10'));
+    expect(record).toMatchObject({ state: 'awaiting_approval' });
+    expect(record?.approval).toBeUndefined();
+    expect(slow.queue.messages).toHaveLength(0);
+  });
+
   it('bad decisions and digests are validation errors that change nothing', async () => {
     const first = await ledger.submit({ operationId: 'a-8', arguments: { target: 'a' } });
     await expect(approve('a-8', first.record.arguments_digest, 'human-1', 'maybe')).rejects.toMatchObject({
