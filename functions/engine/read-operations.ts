@@ -59,7 +59,14 @@ export async function listUnresolved(deps: LedgerDeps, tenant: string, options: 
       ]);
     }
   }
-  const cursor = typeof options.cursor === 'string' && options.cursor !== '' ? options.cursor : undefined;
+  // An empty cursor is not "absent": the listing never issues one, so it would silently restart at
+  // the newest operation for a client that lost its place.
+  if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) {
+    throw new ValidationError('the cursor is not one this API issued', [
+      { path: 'cursor', message: 'invalid' },
+    ]);
+  }
+  const cursor = options.cursor;
   const items: OperationRecord[] = [];
   let next = cursor;
   try {

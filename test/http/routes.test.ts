@@ -170,6 +170,14 @@ describe('GET /v1/operations (the reconciliation queue)', () => {
     }
   });
 
+  it('an empty cursor is 400 validation_failed naming cursor: the listing never issues one', async () => {
+    await makeUncertain(['u-1']);
+    const res = await api.call({ path: '/v1/operations', token: 'operator-a', query: [['cursor', '']] });
+    expect(res.status).toBe(400);
+    expect(res.headers['Content-Type']).toBe('application/problem+json');
+    expect(res.body).toMatchObject({ code: 'validation_failed', issues: [{ path: 'cursor' }] });
+  });
+
   it('a forged cursor is 400 validation_failed naming cursor, never a 5xx: each of these once reached the store', async () => {
     await makeUncertain(['u-1', 'u-2']);
     const page = await api.call({ path: '/v1/operations', token: 'operator-a', query: [['limit', '1']] });
