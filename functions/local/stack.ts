@@ -159,8 +159,12 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     ]);
     const http = new HttpAdapter(api.handler, API_FUNCTION);
     const port = await http.listen(settings.port);
-    // Before the first invocation builds the runtime: webhook.post must never reach the API itself.
-    process.env[SETTINGS.reservedEndpoints.name] = `http://127.0.0.1:${port}`;
+    // Before the first invocation builds the runtime: webhook.post must never reach the API itself,
+    // nor what the user reserved (added to, never replaced).
+    process.env[SETTINGS.reservedEndpoints.name] = withEndpoint(
+      process.env[SETTINGS.reservedEndpoints.name],
+      `http://127.0.0.1:${port}`,
+    );
     started.push({ stop: () => http.close(0) });
     // Before the loops run the handlers: a tools module that cannot build its list is a refusal to start.
     const tools = buildStartTools(process.env, toolsModule);
@@ -204,6 +208,19 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     await stopStarted();
     throw error;
   }
+}
+
+/**
+ * A comma-separated endpoint list with `endpoint` added at the end: the user's own entries stay.
+ *
+ * @example
+ * ```ts
+ * withEndpoint('http://10.0.0.5:9000', 'http://127.0.0.1:3000'); // 'http://10.0.0.5:9000,http://127.0.0.1:3000'
+ * withEndpoint(undefined, 'http://127.0.0.1:3000'); // 'http://127.0.0.1:3000'
+ * ```
+ */
+function withEndpoint(list: string | undefined, endpoint: string): string {
+  return list === undefined || list.trim() === '' ? endpoint : `${list},${endpoint}`;
 }
 
 /**

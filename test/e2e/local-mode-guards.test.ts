@@ -170,6 +170,39 @@ describe('fail closed while the data folder is not writable', () => {
   }, 120_000);
 });
 
+describe("the stack's own endpoints are reserved beside the user's", () => {
+  it("keeps the user's TOOL_LEDGER_RESERVED_ENDPOINTS and adds the API: webhook.post reaches neither", async () => {
+    const sidecar = await startWebhookTarget();
+    try {
+      const stack = await startLocalStack({
+        dataDir: await tempFolder(),
+        env: { TOOL_LEDGER_RESERVED_ENDPOINTS: sidecar.origin },
+      });
+      stacks.push(stack);
+      const call = (id: string, url: string) =>
+        postOperation(stack.api, { key: id, body: { tool: 'webhook.post', arguments: { url, json: {} } } });
+      for (const [id, url] of [
+        [`user-reserved-${Date.now()}`, `${sidecar.origin}/ok/x`],
+        [`own-api-${Date.now()}`, `${stack.api}/v1/tools`],
+      ] as const) {
+        const refused = await call(id, url);
+        // Refused at validation: a reserved URL never becomes an operation.
+        expect(refused.status, url).toBe(400);
+        expect(refused.json, url).toMatchObject({
+          code: 'validation_failed',
+          issues: [{ path: '$.arguments.url', message: expect.stringContaining('service endpoint') }],
+        });
+      }
+      expect(sidecar.hits).toHaveLength(0);
+      const allowed = await call(`allowed-${Date.now()}`, `${target.origin}/ok/allowed`);
+      expect(allowed.json).toMatchObject({ state: 'succeeded' });
+      await stack.kill();
+    } finally {
+      await sidecar.close();
+    }
+  }, 120_000);
+});
+
 describe('settings are validated at start', () => {
   it.each([
     [
