@@ -170,14 +170,17 @@ export class LedgerMonitoring extends Construct {
       'Uncertain operations take too long to be decided: targets answer unknown, or the reconciler is failing.',
       { periods: 3 },
     );
+    // One period of three schedule intervals (at least 10 minutes, so a late tick is no page) with no
+    // invocation at all: the description states the window the alarm actually measures.
+    const stalledMinutes = Math.max(10, props.reconcileInterval.toMinutes() * 3);
     alarm(
       'ReconcilerStalled',
       props.functions.reconciler.fn.metricInvocations({
-        period: Duration.minutes(Math.max(10, props.reconcileInterval.toMinutes() * 3)),
+        period: Duration.minutes(stalledMinutes),
         statistic: 'Sum',
       }),
       1,
-      'The reconciler has not run for three intervals: uncertain operations are not being decided.',
+      `The reconciler has not been invoked in the last ${stalledMinutes} minutes (three schedule intervals, and at least 10 minutes): uncertain operations are not being decided. Check the schedule rule and the reconciler's errors.`,
       { below: true, missing: TreatMissingData.BREACHING },
     );
     for (const [name, { fn, timeout }] of Object.entries(props.functions)) {

@@ -1,3 +1,4 @@
+import { Duration } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../functions/config';
@@ -435,6 +436,31 @@ describe('monitoring', () => {
     for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toHaveLength(1);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+  });
+
+  it('ReconcilerStalled fires after no reconciler run for three intervals, at least 10 minutes, and says so', () => {
+    const stalled = (t: Template) => {
+      const found = Object.values(
+        t.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'Invocations' } }),
+      );
+      expect(found).toHaveLength(1);
+      return found[0]?.Properties as Record<string, unknown>;
+    };
+    const slow = Template.fromStack(
+      exampleStack(testApp(), {
+        ledger: { tenants: EXAMPLE_TENANTS, reconcileInterval: Duration.minutes(5) },
+      }),
+    );
+    for (const [t, minutes] of [
+      [template, 10],
+      [slow, 15],
+    ] as const) {
+      const alarm = stalled(t);
+      expect(alarm).toMatchObject({ Period: minutes * 60, EvaluationPeriods: 1, Threshold: 1 });
+      // The description is what the page shows on call: it names the window the alarm measures.
+      expect(alarm.AlarmDescription).toContain(`${minutes} minutes`);
+      expect(alarm.AlarmDescription).toMatch(/three .*intervals.* at least 10 minutes/);
+    }
   });
 
   it('outputs the API URL, queue URLs, table name and the role policies', () => {
