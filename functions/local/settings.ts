@@ -159,10 +159,14 @@ export function loadLocalSettings(
 
 /**
  * Parses `token=tenant:role+role,…`. The tenant is everything between `=` and the last `:`, so tenants
- * may themselves contain `:`. Each error names the entry by position and shape, never the token.
+ * may themselves contain `:`. Two tenants that differ only by case are refused. Each error names the
+ * entry by position and shape, never the token.
  */
 export function parseTokens(spec: string): LocalToken[] {
   const tokens: LocalToken[] = [];
+  // Workspace folders keep the tenant's case: on a case-insensitive file system (macOS, Windows by
+  // default) `Acme` and `acme` would be one folder, and each tenant could read the other's files.
+  const byFoldedName = new Map<string, string>();
   spec.split(',').forEach((entry, index) => {
     const trimmed = entry.trim();
     if (trimmed === '') return;
@@ -179,6 +183,14 @@ export function parseTokens(spec: string): LocalToken[] {
     for (const role of roles) {
       if (!ROLE_NAMES.has(role)) throw bad(`unknown role "${role}" (roles: ${ROLES.join(', ')})`);
     }
+    const folded = tenant.toLowerCase();
+    const other = byFoldedName.get(folded);
+    if (other !== undefined && other !== tenant) {
+      throw bad(
+        `tenant "${tenant}" differs from tenant "${other}" only by case (their workspace folders would be one on a case-insensitive file system); name them apart`,
+      );
+    }
+    byFoldedName.set(folded, tenant);
     tokens.push({ token, tenant, roles });
   });
   if (tokens.length === 0) throw new LocalSettingsError(`${SETTINGS.tokens.name} names no token`);

@@ -3,13 +3,14 @@ import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
+import { TENANT_PATTERN } from '../contract/table';
 import { NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 
 /**
  * Safe file access under the workspace root, shared by the workspace tools: the path schema (what a
  * caller may name), the resolution that refuses links (what execute may touch), and the atomic write.
  *
- * Each tenant has a root of its own, `<workspace>/<tenant folder>/` ({@link tenantFolder}): every
+ * Each tenant has a root of its own, `<workspace>/<tenant>/` ({@link tenantFolder}): every
  * path a caller names, and every marker a tool keeps, lives below it, so one tenant can neither read,
  * overwrite, delete nor reconcile against another's files.
  *
@@ -81,31 +82,38 @@ export const workspacePathSchema = z
       .join('/');
   });
 
-/** Longest tenant name kept readable in its folder name; longer ones are hashed. */
-const MAX_READABLE_TENANT_CHARS = 100;
+/**
+ * Windows device names (with or without an extension): such a folder name reaches a device, not a
+ * folder. Compared without regard to case, as Windows does.
+ */
+const DEVICE_NAME = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$/i;
 
 /**
- * The folder name of a tenant's workspace root: injective, never `.` or `..`, no separators, safe on
- * case-insensitive file systems, and at most 130 characters. `[a-z0-9-]` stay as they are; every
- * other UTF-8 byte (upper case letters included, so `Acme` and `acme` stay apart on macOS) becomes
- * `_` + two lowercase hex digits. A name whose encoding would be longer than 100 characters becomes
- * `_h` + the hex SHA-256 of the tenant (`h` is no hex digit, so it cannot be an encoded byte).
+ * The folder name of a tenant's workspace root, `<workspace>/<tenant>/`: the tenant's own name,
+ * verbatim, whenever that name is one plain folder on every file system the ledger runs on. A tenant
+ * that could escape or hide as a folder name gets `.tenant-` + the hex SHA-256 of its name instead:
+ * a name that starts with `.` (`.`, `..`, a hidden folder), ends with `.` (Windows drops it), holds
+ * `:` (an alternate data stream on Windows), is a Windows device name, or is outside the tenant
+ * grammar (`[A-Za-z0-9._:-]{1,128}`, which keeps separators out). The mapping is injective: verbatim
+ * names never start with `.`, hashed ones always do. Case is kept, so two tenants that differ only by
+ * case would share a folder on a case-insensitive file system: local mode refuses such a pair at start.
  *
  * @example
  * ```ts
- * tenantFolder('acme');        // 'acme'
- * tenantFolder('Team/../x');   // '_54eam_2f_2e_2e_2fx'
+ * tenantFolder('Acme');       // 'Acme'
+ * tenantFolder('..');         // '.tenant-' + sha256('..') in hex
  * ```
  */
 export function tenantFolder(tenant: string): string {
   if (tenant === '') throw new TerminalToolError('invalid_context', 'the call has no tenant');
-  let encoded = '';
-  for (const byte of Buffer.from(tenant, 'utf8')) {
-    const char = String.fromCharCode(byte);
-    encoded += /^[a-z0-9-]$/.test(char) ? char : `_${byte.toString(16).padStart(2, '0')}`;
-  }
-  if (encoded.length <= MAX_READABLE_TENANT_CHARS) return encoded;
-  return `_h${createHash('sha256').update(tenant, 'utf8').digest('hex')}`;
+  const plain =
+    TENANT_PATTERN.test(tenant) &&
+    !tenant.startsWith('.') &&
+    !tenant.endsWith('.') &&
+    !tenant.includes(':') &&
+    !DEVICE_NAME.test(tenant);
+  if (plain) return tenant;
+  return `.tenant-${createHash('sha256').update(tenant, 'utf8').digest('hex')}`;
 }
 
 /**

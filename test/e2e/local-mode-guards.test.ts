@@ -213,6 +213,10 @@ describe('settings are validated at start', () => {
       { TOOL_LEDGER_TOKENS: 'dev-token=local:agent,broken' },
       'TOOL_LEDGER_TOKENS entry 2 (<token>): must be token=tenant:role+role',
     ],
+    [
+      { TOOL_LEDGER_TOKENS: 'a=Acme:agent,b=acme:operator' },
+      'TOOL_LEDGER_TOKENS entry 2 (<token>=acme:operator): tenant "acme" differs from tenant "Acme" only by case',
+    ],
     [{ TOOL_LEDGER_LEASE_GRACE_MS: '5s' }, 'TOOL_LEDGER_LEASE_GRACE_MS=5s: must be a non-negative integer'],
     [{ TOOL_LEDGER_LOG_FORMAT: 'xml' }, 'TOOL_LEDGER_LOG_FORMAT=xml: must be json or pretty'],
     [

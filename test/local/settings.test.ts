@@ -31,6 +31,14 @@ describe('local settings', () => {
     expect(refusal({ TOOL_LEDGER_TOKENS: 't=acme:agent,t=beta:agent' })).toContain('entry 2 repeats a token');
   });
 
+  it('refuses two tenants that differ only by case: a case-insensitive file system would give them one workspace', () => {
+    expect(refusal({ TOOL_LEDGER_TOKENS: 'a=Acme:agent,b=beta:agent,c=acme:operator' })).toBe(
+      'TOOL_LEDGER_TOKENS entry 3 (<token>=acme:operator): tenant "acme" differs from tenant "Acme" only by case (their workspace folders would be one on a case-insensitive file system); name them apart',
+    );
+    const same = loadLocalSettings({ TOOL_LEDGER_TOKENS: 'a=Acme:agent,b=Acme:approver' }, false);
+    expect(same.tenants).toEqual(['Acme']);
+  });
+
   it('names a bad number with its value', () => {
     expect(refusal({ TOOL_LEDGER_RETENTION_SECONDS: '-1' })).toBe(
       'TOOL_LEDGER_RETENTION_SECONDS=-1: must be a non-negative integer',

@@ -295,7 +295,10 @@ describe('tool-level checks of the same attacks (no route around the schema)', (
     }
     const folders = await readdir(root);
     expect(folders).toHaveLength(7);
-    for (const folder of folders) expect(folder).toMatch(/^[a-z0-9_-]+$/);
+    // A plain tenant is its own folder; one that could escape or hide gets a hashed, dotted name.
+    expect(folders.filter((f) => !/^\.tenant-[0-9a-f]{64}$/.test(f)).sort()).toEqual(['Acme', 'acme']);
+    await expect(readFile(path.join(dirs, 'f.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(readFile('/etc/f.txt')).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
 

@@ -40,6 +40,17 @@ describe('workspace.write_file', () => {
     expect(await readFile(path.join(dirs.home, 'notes/day/log.txt'), 'utf8')).toBe('héllo\n');
   });
 
+  it('writes under <workspace>/<tenant>/ with the tenant as it is named, and a hidden-looking tenant under .tenant-<sha256>', async () => {
+    const args = tool.schema.parse({ path: 'notes.txt', content: 'x' });
+    await tool.execute(args, toolContext({ tenant: 'Team_Payments.eu' }));
+    expect(await readFile(path.join(dirs.root, 'Team_Payments.eu', 'notes.txt'), 'utf8')).toBe('x');
+    await tool.execute(args, toolContext({ tenant: '.hidden' }));
+    expect(await readFile(path.join(dirs.root, `.tenant-${sha256('.hidden')}`, 'notes.txt'), 'utf8')).toBe(
+      'x',
+    );
+    expect((await readdir(dirs.root)).sort()).toEqual([`.tenant-${sha256('.hidden')}`, 'Team_Payments.eu']);
+  });
+
   it('replaces an existing file atomically, keeping its mode and leaving no temporary file', async () => {
     await mkdir(dirs.home, { recursive: true });
     const file = path.join(dirs.home, 'a.txt');
