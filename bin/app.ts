@@ -44,7 +44,7 @@ function list(value: string | string[] | undefined): string[] {
 }
 
 const configuredTools = context<string>('toolsModule');
-// The construct loads the tools module itself to check retention and timeouts (SPEC §8).
+// The construct loads the tools module itself to check retention and timeouts (the contract, §8).
 const toolsModule = configuredTools ? path.resolve(PROJECT_ROOT, configuredTools) : undefined;
 const webhookAllow = list(context<string | string[]>('webhookAllow'));
 const dev = String(context<string | boolean>('dev')) === 'true';

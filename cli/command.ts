@@ -106,7 +106,7 @@ export function integerOption(
 }
 
 /**
- * The operation ID argument, checked before anything is sent (SPEC §1: 1 to 255 characters from 0x21
+ * The operation ID argument, checked before anything is sent (the contract, §1: 1 to 255 characters from 0x21
  * to 0x7E), or a usage error.
  */
 export function operationIdArg(raw: string | undefined, command: string): string {

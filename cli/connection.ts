@@ -2,7 +2,7 @@ import { bearerToken, type RequestSigner } from '../client/signer';
 import { SETTINGS } from '../functions/contract/environment';
 import { UsageError } from './usage-error';
 
-/** Where the local stack listens by default (SPEC §10: `PORT` 3000 on 127.0.0.1). */
+/** Where the local stack listens by default (local mode's default: `PORT` 3000 on 127.0.0.1). */
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:3000';
 
 /** How the CLI authenticates. Never printed: a token is a secret. */

@@ -73,7 +73,7 @@ function resolutionText(op: Operation): string | undefined {
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
-/** An outcome reported by the owner of a superseded attempt: stored, never applied (SPEC §2). */
+/** An outcome reported by the owner of a superseded attempt: stored, never applied (the contract, §2). */
 function lateOutcomeText(late: unknown): string | undefined {
   if (typeof late !== 'object' || late === null) return undefined;
   const l = late as Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { readSetting, SETTINGS } from './contract/environment';
 
 /**
- * Settings of a deployment or a local run, read once from the environment (SPEC §10). Lambda and local
+ * Settings of a deployment or a local run, read once from the environment (the contract, §10). Lambda and local
  * mode read the same variables; the CDK construct sets them from its props.
  */
 

@@ -16,10 +16,10 @@ export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } 
 /** What a handler process holds for its lifetime: built once per cold start. */
 export interface Runtime {
   deps: LedgerDeps;
-  /** Tenants the work queue may carry (SPEC §6). */
+  /** Tenants the work queue may carry (the contract, §6). */
   queueTenants: ReadonlySet<string>;
   /**
-   * Which queue senders may act for which tenants (SPEC §6), on AWS; undefined in local mode, where
+   * Which queue senders may act for which tenants (the contract, §6), on AWS; undefined in local mode, where
    * the tenant binding alone applies.
    */
   queueSenders: SenderBinding | undefined;

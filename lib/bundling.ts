@@ -47,7 +47,7 @@ export function bundlingProject(from: string = PROJECT_ROOT): { projectRoot: str
   }
 }
 
-/** The shipped tools module (SPEC §4), used when `toolsModule` is not set. */
+/** The shipped tools module (the contract, §4), used when `toolsModule` is not set. */
 export const DEFAULT_TOOLS_MODULE = path.join(PROJECT_ROOT, 'functions', 'tools', 'builtin.ts');
 
 /** The handler entry files, by function. */

@@ -8,7 +8,7 @@ import { splitTenants, TENANTS_FILE, TENANTS_FILE_PATH } from './tenant-bindings
 
 /**
  * The environment each Lambda reads, by the names the handlers read (functions/contract/environment.ts,
- * which also says which handler reads which variable); local mode sets the same names (SPEC §10).
+ * which also says which handler reads which variable); local mode sets the same names (the contract, §10).
  */
 
 /** Root of the workspace tools on Lambda: /tmp is the only writable folder (and is per sandbox). */
@@ -61,7 +61,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
 }
 
 /**
- * The API's tenant binding: tenant → role → IAM principal ARNs (SPEC §1: the tenant is derived from
+ * The API's tenant binding: tenant → role → IAM principal ARNs (the contract, §1: the tenant is derived from
  * the authenticated caller). ARNs known at synth are in the bundled file (lib/tenant-bindings.ts);
  * the variable holds the rest, rendered with `toJsonString` so role ARNs of the same app resolve.
  */
@@ -78,7 +78,7 @@ export function apiBundledFiles(settings: LedgerSettings): Record<string, string
   return { [TENANTS_FILE]: JSON.stringify(splitTenants(settings.tenants).bundled) };
 }
 
-/** The executor's queue binding (SPEC §6): a message naming another tenant is not run. */
+/** The executor's queue binding (the contract, §6): a message naming another tenant is not run. */
 export function executorEnvironment(settings: LedgerSettings): Record<string, string> {
   return { [SETTINGS.queueTenants.name]: JSON.stringify(settings.queueTenants) };
 }

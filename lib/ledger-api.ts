@@ -35,7 +35,7 @@ import type { Throttling } from './settings';
 import type { ResolvedTenant } from './tenant-bindings';
 
 /**
- * The REST API of SPEC §5: IAM (SigV4) authorization on every method, a resource policy from the tenant
+ * The REST API of the contract's §5: IAM (SigV4) authorization on every method, a resource policy from the tenant
  * map (lib/api-resource-policy.ts: each route only for the principals of its roles), one IAM policy per
  * role that allows `execute-api:Invoke` on that role's routes only, stage and reconcile-route
  * throttling, access logs without bodies or headers, and gateway-made errors shaped like the handler's
@@ -74,7 +74,7 @@ export interface LedgerApiProps {
 const RECONCILE_ROUTE = routeOf('reconcile');
 
 /**
- * Errors API Gateway produces before the handler runs, with the handler's codes (SPEC §5 table).
+ * Errors API Gateway produces before the handler runs, with the handler's codes (the status table of the contract's §5).
  * `MISSING_AUTHENTICATION_TOKEN` is also what API Gateway answers for a route that does not exist.
  */
 const GATEWAY_ERRORS: ReadonlyArray<{ type: ResponseType; status?: string; code: string }> = [
@@ -141,7 +141,7 @@ export class LedgerApi extends Construct {
         stageName: API_STAGE,
         accessLogDestination: new LogGroupLogDestination(this.accessLogs),
         accessLogFormat: accessLogFormat(),
-        // Execution logs at ERROR at most, and never request/response data (SPEC §9: data tracing off).
+        // Execution logs at ERROR at most, and never request/response data (no arguments, results or headers in any log).
         ...methodSettings,
         tracingEnabled: props.tracing,
         throttlingRateLimit: props.throttling.rateLimit,
@@ -201,7 +201,7 @@ export class LedgerApi extends Construct {
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-COG4',
       reason:
-        'The API authorizes with IAM (SigV4) on every method by design (SPEC §1: tenants are IAM principals); Cognito does not apply.',
+        'The API authorizes with IAM (SigV4) on every method by design (the tenant comes from the authenticated IAM caller); Cognito does not apply.',
     });
     if (!props.executionLogging) {
       Validations.of(this.api).acknowledge({

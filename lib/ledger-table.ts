@@ -22,7 +22,7 @@ import {
 
 /**
  * The ledger table: one item per operation, with the keys, TTL attribute and the two sparse GSIs of the
- * contract (functions/contract/table.ts) that the handlers write and read (SPEC §7).
+ * contract (functions/contract/table.ts) that the handlers write and read (the contract, §7).
  */
 
 /** DynamoDB data-plane actions, by what a handler does; never `dynamodb:*`. */

@@ -6,7 +6,7 @@ import type { SenderEntry } from '../functions/queue/sender-binding';
 import { ToolLedgerConfigError } from './config-error';
 
 /**
- * The executor's sender binding (SPEC §6), built at synth: which IAM principals may put work on the
+ * The executor's sender binding (the contract, §6), built at synth: which IAM principals may put work on the
  * queue for which tenants. SQS stamps every message with its sender's IAM unique ID (`SenderId`), which
  * a producer cannot choose, so the executor can refuse a message whose tenant its sender may not act
  * for. A role's unique ID exists only once the role does: for a role of the same app it is

@@ -1,7 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 
 /**
- * SPEC §8: a terminal record must outlive every message that could still name its operation. A message
+ * The contract, §8: a terminal record must outlive every message that could still name its operation. A message
  * lives at most the work queue's retention, then the DLQ's (a redrive resets its age), and a day of
  * margin covers clock skew and the time an operator takes to redrive. If the record expired first, the
  * message would find no record and run the effect a second time.

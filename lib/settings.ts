@@ -24,7 +24,7 @@ export { ToolLedgerConfigError } from './config-error';
 export type { ResolvedTenant } from './tenant-bindings';
 
 /**
- * The construct's props with every default applied and every rule of SPEC §§3, 6, 8 checked, so that a
+ * The construct's props with every default applied and every rule of the contract's §§3, 6 and 8 checked, so that a
  * configuration that would deploy but misbehave fails at synth with a sentence that says what to change.
  */
 
@@ -135,7 +135,7 @@ export function resolveSettings(
     props.toolsModule ?? (sharedWorkspace ? DEFAULT_TOOLS_MODULE : WEBHOOK_ONLY_TOOLS_MODULE);
   const webhookAllow = [...(props.webhookAllow ?? [])];
   const webhookIdempotentOrigins = [...(props.webhookIdempotentOrigins ?? [])];
-  // The construct reads the tools itself (SPEC §8): an app that loads no manifest is checked too.
+  // The construct reads the tools itself (the contract, §8): an app that loads no manifest is checked too.
   const manifest = readToolManifestSync(toolsModule, {
     workspaceRoot: workspaceDir,
     webhookAllow,

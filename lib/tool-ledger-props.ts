@@ -60,12 +60,12 @@ export interface ToolLedgerProps {
    */
   readonly tenants?: Readonly<Record<string, TenantPrincipals>>;
   /**
-   * Tenants the work queue may carry (SPEC §6); a message naming another tenant is not run.
+   * Tenants the work queue may carry (the contract, §6); a message naming another tenant is not run.
    * @default every tenant in `tenants`
    */
   readonly queueTenants?: readonly string[];
   /**
-   * Who may put work on the queue, and for which tenants (SPEC §6): the executor refuses a message
+   * Who may put work on the queue, and for which tenants (the contract, §6): the executor refuses a message
    * whose tenant its sender (SQS `SenderId`) may not act for, so one tenant's producer cannot create,
    * retry or take the operation IDs of another. The construct's own API and reconciler roles may send
    * for every tenant. {@link ToolLedger.grantEnqueue} with tenants adds to this list.
@@ -82,14 +82,14 @@ export interface ToolLedgerProps {
   /**
    * Absolute path of a module whose default export is a `ToolFactory` (functions/tools/registry.ts).
    * It replaces the handlers' `#tool-ledger/tools` import at bundling time. The construct loads it at
-   * synth to check every tool's retention and timeout (SPEC §8) and where its effects live.
+   * synth to check every tool's retention and timeout (the contract, §8) and where its effects live.
    * @default `webhook.post` alone (functions/aws-default-tools.ts); every shipped tool
    * (functions/tools/builtin.ts) when `sharedWorkspace` is set
    */
   readonly toolsModule?: string;
   /**
    * Default retention of terminal records (`TOOL_LEDGER_RETENTION_SECONDS`). Must exceed the queue
-   * retention + DLQ retention + one day (SPEC §8), or synth fails.
+   * retention + DLQ retention + one day (the contract, §8), or synth fails.
    * @default Duration.days(30)
    */
   readonly retention?: Duration;
@@ -113,7 +113,7 @@ export interface ToolLedgerProps {
   /** Receives before a work message moves to the DLQ. @default 5 */
   readonly maxReceiveCount?: number;
   /**
-   * Executor Lambda timeout; the work queue's visibility timeout is six times this (SPEC §6).
+   * Executor Lambda timeout; the work queue's visibility timeout is six times this (the contract, §6).
    * @default Duration.minutes(2)
    */
   readonly executorTimeout?: Duration;

@@ -39,7 +39,7 @@ export class ToolLedgerStack extends Stack {
       this.ledger.api.url,
       'API base URL (routes start with v1/); sign requests with SigV4, service execute-api',
     );
-    output('QueueUrl', this.ledger.queue.queueUrl, 'Work queue URL (SPEC section 6 messages)');
+    output('QueueUrl', this.ledger.queue.queueUrl, 'Work queue URL (its messages: the contract, §6)');
     output('DeadLetterQueueUrl', this.ledger.deadLetterQueue.queueUrl, 'Dead-letter queue URL');
     output('TableName', this.ledger.table.tableName, 'Ledger table name');
     for (const role of LEDGER_ROLES) {

@@ -130,7 +130,7 @@ export class ToolLedger extends Construct {
         files: apiBundledFiles(settings),
       }),
       entry: settings.handlerEntries.api,
-      description: 'tool-ledger HTTP API (SPEC §5)',
+      description: 'tool-ledger HTTP API (the contract, §5)',
       timeout: settings.apiTimeout,
       environment: { ...environment, ...apiEnvironment(this, settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
@@ -150,7 +150,7 @@ export class ToolLedger extends Construct {
     const executor = new HandlerFunction(this, 'ExecutorHandler', {
       ...common,
       entry: settings.handlerEntries.executor,
-      description: 'tool-ledger SQS executor (SPEC §6)',
+      description: 'tool-ledger SQS executor (the contract, §6)',
       timeout: settings.executorTimeout,
       environment: { ...environment, ...executorEnvironment(settings), ...this.senders.environment() },
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
@@ -169,7 +169,7 @@ export class ToolLedger extends Construct {
     const reconciler = new HandlerFunction(this, 'ReconcilerHandler', {
       ...common,
       entry: settings.handlerEntries.reconciler,
-      description: 'tool-ledger reconciler (SPEC §7)',
+      description: 'tool-ledger reconciler (the contract, §7)',
       timeout: settings.reconcilerTimeout,
       environment,
       reservedConcurrentExecutions: settings.reservedConcurrency.reconciler,
@@ -268,7 +268,7 @@ export class ToolLedger extends Construct {
   }
 
   /**
-   * Allow a principal to send work messages (SPEC §6) to the work queue, for the tenants given: the
+   * Allow a principal to send work messages (the contract, §6) to the work queue, for the tenants given: the
    * executor refuses its messages for any other tenant. A role of this app is bound by its unique ID
    * (`role.roleId`); for a role defined elsewhere, list its ID in `queueSenders` instead. Without
    * tenants the principal may send, and every message it sends is refused.

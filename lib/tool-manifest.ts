@@ -10,7 +10,7 @@ import type { ToolEnvironment, ToolFactory } from '../functions/tools/registry';
 
 /**
  * What synth needs to know about the tools, read from the tools module itself: tools are code, so the
- * only way to check their retention (SPEC §8) and timeouts against the queues before deploying is to
+ * only way to check their retention (the contract, §8) and timeouts against the queues before deploying is to
  * load the module once at synth time, as the handlers will.
  */
 
@@ -24,7 +24,7 @@ export interface ToolManifest {
   timeouts: Record<string, Duration>;
 }
 
-/** The default `timeoutMs` of a tool (SPEC §4). */
+/** The default `timeoutMs` of a tool (the contract, §4). */
 const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
 
 /**
@@ -48,7 +48,7 @@ const loadedSync = new Map<string, ToolManifest>();
 
 /**
  * {@link readToolManifest} for code that cannot wait: the construct's constructor, so that
- * `new ToolLedger(this, 'L', { toolsModule })` checks the tools' retention and timeouts (SPEC §8)
+ * `new ToolLedger(this, 'L', { toolsModule })` checks the tools' retention and timeouts (the contract, §8)
  * without the app loading anything first. The module is bundled with esbuild (which NodejsFunction
  * needs anyway), as the handlers' bundles are, into a CommonJS file that Node can require
  * synchronously; the result is kept per module and environment for the life of the process.
@@ -100,7 +100,7 @@ function describeTools(tools: readonly AnyTool[]): ToolManifest {
   for (const tool of tools) {
     manifest.names.push(tool.name);
     // A read tool's `retention` is the lifetime of its result cache, and reads are never queued, so
-    // SPEC §8's check (a message must not outlive its record) does not apply to it.
+    // The retention check of the contract's §8 (a message must not outlive its record) does not apply to it.
     if (tool.retention !== undefined && tool.effect !== 'read') {
       manifest.retentions[tool.name] = Duration.seconds(tool.retention);
     }

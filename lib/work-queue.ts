@@ -3,7 +3,7 @@ import { type IQueue, Queue, QueueEncryption, RedrivePermission } from 'aws-cdk-
 import { Construct } from 'constructs';
 
 /**
- * The work queue the executor drains and its dead-letter queue (SPEC §6). A message that keeps failing
+ * The work queue the executor drains and its dead-letter queue (the contract, §6). A message that keeps failing
  * is kept in the DLQ as evidence; the ledger, not the queue, decides whether an operation runs.
  */
 
@@ -13,7 +13,7 @@ export interface WorkQueueProps {
   retention: Duration;
   /** Dead-letter queue message retention. */
   deadLetterRetention: Duration;
-  /** At least six times the executor's timeout (SPEC §6), so a slow batch is never delivered twice. */
+  /** At least six times the executor's timeout (the contract, §6), so a slow batch is never delivered twice. */
   visibilityTimeout: Duration;
   /** Receives before a message moves to the DLQ. */
   maxReceiveCount: number;

@@ -6,7 +6,7 @@ import { UsageError } from '../usage-error';
 
 const OUTCOMES = ['applied', 'not_applied', 'failed'] as const;
 
-/** What each outcome makes of the operation (SPEC §5, resolution route). */
+/** What each outcome makes of the operation (the contract, §5, resolution route). */
 const MEANING: Record<Resolution['outcome'], string> = {
   applied: 'the effect happened: succeeded, with --result as its stored result',
   not_applied: 'the effect did not happen: failed_retryable, and it is retried with the same key',

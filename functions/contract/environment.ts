@@ -9,7 +9,7 @@
 
 /**
  * Who reads a variable: one of the three Lambda handlers, local mode's launcher (which also sets the
- * handlers' variables, SPEC §10), or the CLI and console.
+ * handlers' variables; the contract, §10), or the CLI and console.
  */
 export type SettingReader = 'api' | 'executor' | 'reconciler' | 'local' | 'cli';
 
@@ -52,7 +52,7 @@ const HANDLERS: readonly SettingReader[] = ['api', 'executor', 'reconciler'];
 const HANDLERS_AND_LOCAL: readonly SettingReader[] = [...HANDLERS, 'local'];
 
 /**
- * Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set (SPEC §10). Never a default
+ * Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set (the README's local settings list them). Never a default
  * outside local mode.
  */
 export const DEV_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
@@ -174,11 +174,11 @@ export const SETTINGS = {
   webhookIdempotent: { name: 'TOOL_LEDGER_WEBHOOK_IDEMPOTENT', kind: 'list', readers: HANDLERS_AND_LOCAL },
   /** More endpoints of the deployment itself that tools never reach. */
   reservedEndpoints: { name: 'TOOL_LEDGER_RESERVED_ENDPOINTS', kind: 'list', readers: HANDLERS },
-  /** JSON array of the tenants the work queue carries (SPEC §6); the executor reads it. */
+  /** JSON array of the tenants the work queue carries (the contract, §6); the executor reads it. */
   queueTenants: { name: 'TOOL_LEDGER_QUEUE_TENANTS', kind: 'string', readers: ['executor'] },
   /**
    * JSON array of `{"id": "<IAM unique ID>", "tenants": [..] | "*"}`: who may send work for which
-   * tenant (SPEC §6, AWS only; unset refuses every message).
+   * tenant (the contract, §6, AWS only; unset refuses every message).
    */
   queueSenders: { name: 'TOOL_LEDGER_QUEUE_SENDERS', kind: 'string', readers: ['executor'] },
   /** Upstream MCP servers the gateway serves (functions/mcp/upstreams.ts): `name=url[;option…],…`. */
@@ -206,7 +206,7 @@ export const SETTINGS = {
   /** Powertools' log level. */
   logLevel: { name: 'POWERTOOLS_LOG_LEVEL', kind: 'string', readers: HANDLERS },
 
-  // Local mode (functions/local/settings.ts, SPEC §10).
+  // Local mode (functions/local/settings.ts; the contract, §10).
   /** HTTP port of the API on 127.0.0.1 (0 picks a free one). */
   port: { name: 'PORT', kind: 'integer', default: 3000, readers: ['local'] },
   /** Root of local state: the ledger's files and the workspace. */

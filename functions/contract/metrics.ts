@@ -1,6 +1,6 @@
 /**
  * The metrics the handlers emit (CloudWatch EMF) and the alarms and dashboard read: one name per
- * SPEC §9 signal. The engine records them through functions/observability/metrics.ts; the construct's
+ * signal of the contract's §9. The engine records them through functions/observability/metrics.ts; the construct's
  * alarms and dashboard (lib/monitoring.ts) refer to the same entries. Pure data.
  *
  * Every data point is emitted with the `service` dimension alone (what alarms read) and once more with

@@ -1,5 +1,5 @@
 /**
- * The HTTP routes of SPEC §5 as data: which role may call which method, and the coarse body shape API
+ * The HTTP routes of the contract's §5 as data: which role may call which method, and the coarse body shape API
  * Gateway checks before a Lambda is paid for. Both sides read this one table: the construct (lib/) builds
  * the API's resources, models and per-role IAM policies from it; the handler (functions/http/) routes
  * by it and checks the same roles; local mode builds API Gateway's resource templates from it; the CLI
@@ -37,14 +37,14 @@ export interface LedgerRoute {
   /** Roles whose IAM policy allows `execute-api:Invoke` on this route. */
   roles: readonly LedgerRole[];
   /**
-   * The body shape SPEC §5 mandates. Only what the handler would reject with 400 `validation_failed`
+   * The body shape the contract's §5 mandates. Only what the handler would reject with 400 `validation_failed`
    * anyway is checked here, so the gateway never answers differently from the handler.
    */
   body?: BodySchema;
 }
 
 /**
- * The API: SPEC §5, plus `POST /v1/reconciliations` (run one reconciler pass now, for
+ * The API: the contract's §5, plus `POST /v1/reconciliations` (run one reconciler pass now, for
  * `tool-ledger reconcile`). Listing the tenant's unresolved operations and running a pass are
  * operator-only.
  */

@@ -45,14 +45,14 @@ export const LEDGER_TABLE = {
   /** Epoch seconds; only terminal records and read-cache items carry it (DynamoDB TTL). */
   ttlAttribute: 'expires_at',
   indexes: {
-    /** The reconciler's view (SPEC §7): sharded over the deployment, keys only (it reads what it acts on). */
+    /** The reconciler's view (the contract, §7): sharded over the deployment, keys only (it reads what it acts on). */
     attention: {
       name: 'attention',
       partitionKey: { name: 'attention_shard', type: 'S' },
       sortKey: { name: 'attention_at', type: 'N' },
       projection: { type: 'KEYS_ONLY' },
     },
-    /** The operators' listing (SPEC §5): per tenant, newest first, filtered on the state it projects. */
+    /** The operators' listing (the contract, §5): per tenant, newest first, filtered on the state it projects. */
     unresolved: {
       name: 'unresolved',
       partitionKey: { name: 'unresolved_tenant', type: 'S' },

@@ -3,7 +3,7 @@ import canonicalize from 'canonicalize';
 import { PayloadTooLargeError, ValidationError } from './errors';
 import { assertIJsonValue } from './i-json';
 
-/** Largest canonical arguments, in UTF-8 bytes (SPEC §1). */
+/** Largest canonical arguments, in UTF-8 bytes (the contract, §1). */
 export const MAX_CANONICAL_ARGUMENTS_BYTES = 64 * 1024;
 /** Deepest nesting of arguments (the arguments object itself is level 1). */
 export const MAX_ARGUMENTS_DEPTH = 32;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The key a tool passes to a target system that deduplicates on its own (SPEC §1), derived from the
+ * The key a tool passes to a target system that deduplicates on its own (the contract, §1), derived from the
  * tenant, the operation ID and the record's `reservation_id` (a unique value written when the record
  * is created). Every attempt of one operation gets the same key; a new operation that reuses an
  * expired operation ID gets a new reservation and so a new key, so a target that dedupes longer than

@@ -98,7 +98,7 @@ export interface OperationRecord {
 }
 
 /**
- * The fields of an operation a caller is shown (SPEC §5's body): what {@link toView} reads. A ledger
+ * The fields of an operation a caller is shown (the body of the contract's §5): what {@link toView} reads. A ledger
  * record has them all; a read tool's answer (engine/read-tool-path.ts) has them without being a record.
  */
 export type OperationSnapshot = Pick<
@@ -125,7 +125,7 @@ export type OperationSnapshot = Pick<
   | 'history'
 >;
 
-/** The public view of an operation (SPEC §5 response body). */
+/** The public view of an operation (the response body of the contract's §5). */
 export interface OperationView {
   operation_id: string;
   tool: string;

@@ -1,5 +1,5 @@
 /**
- * Principals (SPEC §1): who made a request. In AWS the IAM ARN API Gateway reports, session included;
+ * Principals (the contract, §1): who made a request. In AWS the IAM ARN API Gateway reports, session included;
  * locally a label of the bearer token. Records and logs keep the principal exactly as it came, for
  * audit; the functions here give the forms in which two principals are compared.
  */

@@ -1,5 +1,5 @@
 /**
- * The operation state machine (SPEC §2), written down once as data. Every ledger write names the
+ * The operation state machine (the contract, §2), written down once as data. Every ledger write names the
  * transition it performs and {@link assertTransition} checks it against this table, so a code path
  * that tries an undocumented move fails loudly in tests instead of corrupting a record.
  */
@@ -56,7 +56,7 @@ export const ACTORS = [
 /** One actor of {@link ACTORS}. */
 export type Actor = (typeof ACTORS)[number];
 
-/** Names of the transitions, one per arrow of SPEC §2. */
+/** Names of the transitions, one per arrow of the contract's §2. */
 export type TransitionName =
   | 'reserve_pending'
   | 'reserve_queued'

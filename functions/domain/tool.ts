@@ -11,7 +11,7 @@ export interface ToolContext {
   operationId: string;
   tenant: string;
   /**
-   * Key for targets with their own idempotency (SPEC §1): the same for every attempt of this
+   * Key for targets with their own idempotency (the contract, §1): the same for every attempt of this
    * operation, new for a later operation that reuses the operation ID after the record expired.
    * Anything a tool keeps per operation (markers, outboxes) belongs under this key, not the ID.
    */

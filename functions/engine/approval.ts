@@ -24,7 +24,7 @@ export interface ApprovalResult {
 }
 
 /**
- * Applies an approval (SPEC §5): bound to the operation ID and the digest. Approve moves
+ * Applies an approval (the contract, §5): bound to the operation ID and the digest. Approve moves
  * `awaiting_approval → queued` and enqueues; reject moves it to `rejected`. The same decision again is
  * idempotent; the opposite decision, or any decision once the record left `awaiting_approval` for
  * another reason, is `state_changed`. A digest that is not the record's is `approval_mismatch`, so an
@@ -64,8 +64,8 @@ export async function decideApproval(
   if (record.state !== 'awaiting_approval') {
     throw new StateChangedError('the operation is no longer awaiting approval', { state: record.state });
   }
-  // SPEC §5 forbids approving one's own operation; withdrawing it (reject) is always allowed. A second
-  // session name of the requester's own role is still the requester (SPEC §1, principal).
+  // The contract (§5) forbids approving one's own operation; withdrawing it (reject) is always allowed. A second
+  // session name of the requester's own role is still the requester (the contract, §1, principal).
   if (
     decision === 'approve' &&
     samePrincipalForApproval(record.requested_by, request.principal) &&

@@ -6,15 +6,15 @@ import { DeadlineExceededError } from './tool-invocation';
 import type { AttemptOutcome } from './transitions';
 
 /**
- * What a run of a tool becomes (SPEC §4): what it threw, classified as terminal, not applied or
+ * What a run of a tool becomes (the contract, §4): what it threw, classified as terminal, not applied or
  * unknown; what it returned, sanitized and bounded. An attempt, a read and the reconciler's `applied`
  * verdict all store results by these rules, and an operator's recorded result obeys the same limit.
  */
 
-/** Largest stored result, UTF-8 bytes (SPEC §4). */
+/** Largest stored result, UTF-8 bytes (the contract, §4). */
 export const MAX_RESULT_BYTES = 32 * 1024;
 
-/** Maps what `execute` threw to an outcome (SPEC §4): terminal, not applied, or unknown. */
+/** Maps what `execute` threw to an outcome (the contract, §4): terminal, not applied, or unknown. */
 export function classify(error: unknown, durationMs: number): AttemptOutcome {
   if (error instanceof TerminalToolError) {
     const stored: AttemptOutcome['error'] = { code: error.code, message: error.message };

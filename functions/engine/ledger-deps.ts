@@ -17,7 +17,7 @@ export interface LedgerDeps {
   tools: ToolRegistry;
   config: LedgerConfig;
   queue: WorkQueue;
-  /** Epoch milliseconds. Read once per request (SPEC §2). */
+  /** Epoch milliseconds. Read once per request (the contract, §2). */
   clock: () => number;
   log: TransitionSink;
   metrics: LedgerMetrics;

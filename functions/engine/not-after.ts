@@ -1,7 +1,7 @@
 import type { OperationRecord } from '../domain/operation';
 
 /**
- * The `not_after` of every message the ledger sends itself (SPEC §8). A DLQ redrive resets a message's
+ * The `not_after` of every message the ledger sends itself (the contract, §8). A DLQ redrive resets a message's
  * age, so retention on the queues alone cannot stop a message from outliving its record; past its
  * `not_after` the executor acknowledges it without running.
  *

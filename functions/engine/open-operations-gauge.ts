@@ -8,7 +8,7 @@ import type { OpenOperations } from './operation-store';
  * the move although the operation is still waiting for a person; this gauge reads what is there now.
  *
  * The store counts the sparse `unresolved` index, which holds unresolved records alone: the cost grows
- * with the unresolved operations, never with the table (SPEC §7), and the reconciler runs it once per
+ * with the unresolved operations, never with the table (the contract, §7), and the reconciler runs it once per
  * pass. Zeros are emitted too, so the alarm returns to OK when the last one is resolved.
  */
 

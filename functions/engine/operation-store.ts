@@ -142,6 +142,6 @@ export interface OperationStore {
   ): Promise<Page>;
   /** Counts the unresolved records of the whole deployment (a cost that grows with them, not the table). */
   countOpen(): Promise<OpenOperations>;
-  /** The short-lived cache of read-tool results (SPEC §4, `effect: 'read'`), kept beside the ledger. */
+  /** The short-lived cache of read-tool results (the contract, §4, `effect: 'read'`), kept beside the ledger. */
   readonly readCache: ReadCache;
 }

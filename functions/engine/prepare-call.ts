@@ -6,7 +6,7 @@ import { assertOperationId } from '../domain/operation-id';
 import type { AnyTool } from '../domain/tool';
 import type { ToolRegistry } from '../tools/registry';
 
-/** A tool call that passed every check of SPEC §3 steps 1–2: ready to reserve. */
+/** A tool call that passed every check of the contract's §3 steps 1–2: ready to reserve. */
 export interface PreparedCall extends CanonicalCall {
   operationId: string;
   tool: AnyTool;

@@ -37,7 +37,7 @@ export interface ListOptions {
 export const MAX_LIST_LIMIT = 100;
 
 /**
- * The tenant's unresolved operations, newest first (SPEC §5 `GET /v1/operations`), through the sparse
+ * The tenant's unresolved operations, newest first (`GET /v1/operations`, the contract's §5), through the sparse
  * `unresolved` GSI: terminal records are not in it, so the cost is that of the reconciliation queue.
  */
 export async function listUnresolved(deps: LedgerDeps, tenant: string, options: ListOptions): Promise<Page> {

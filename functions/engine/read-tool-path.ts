@@ -12,7 +12,7 @@ import { toolContext, underDeadline } from './tool-invocation';
 import { type AttemptOutcome, type Caller, newLease, targetClass } from './transitions';
 
 /**
- * The read-tool path (SPEC §4, `effect: 'read'`): identity plus a short-lived cache of results
+ * The read-tool path (the contract, §4, `effect: 'read'`): identity plus a short-lived cache of results
  * (the store's read cache, {@link OperationStore.readCache}) instead of the ledger's write path. A
  * read is only a second read when it runs twice, so what protects writes (a conditional commit, a
  * reconciler) would cost a read more than it saves; the cache answers a repeat without running it.
@@ -178,7 +178,7 @@ function failedRead(
 }
 
 /**
- * What a read answers: the fields of an operation body (SPEC §5), with no ledger record behind them:
+ * What a read answers: the fields of an operation body (the contract, §5), with no ledger record behind them:
  * no key, no attempt budget, and a reservation only when a run of the read completed.
  */
 export interface ReadOperation extends OperationSnapshot {
@@ -227,7 +227,7 @@ function readOperation(call: PreparedCall, caller: Caller, fields: ReadFields): 
   return operation;
 }
 
-/** One log line per read request, in the transition shape (SPEC §9): codes and identities only. */
+/** One log line per read request, in the transition shape (the contract, §9): codes and identities only. */
 function logRead(
   deps: LedgerDeps,
   req: RequestContext,

@@ -76,7 +76,7 @@ export const TENANT_SHARD = 'tenant';
 export const DEFAULT_RECONCILE_PARALLELISM = 4;
 
 /**
- * One reconciler pass (SPEC §7). It reads only the sparse attention GSI, shard by shard, records that
+ * One reconciler pass (the contract, §7). It reads only the sparse attention GSI, shard by shard, records that
  * are due (`attention_at <= now`), so its cost grows with the operations that need attention, never
  * with the table. Every decision is a conditional write naming the state and attempt it saw, so two
  * passes running at once never double-act. It never calls `execute`.
@@ -284,7 +284,7 @@ async function decide(
 }
 
 /**
- * `uncertain`: ask the target (SPEC §7). A tool without `reconcile` is retried only when the target
+ * `uncertain`: ask the target (the contract, §7). A tool without `reconcile` is retried only when the target
  * dedupes on the downstream key for these arguments; otherwise an operator decides.
  */
 async function reconcileUncertain(
@@ -301,7 +301,7 @@ async function reconcileUncertain(
     verdict = await askTarget(record, tool, args, budget.targetDeadline(tool));
   } else if (tool.downstreamIdempotent?.(args)) {
     // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
-    // same key is safe (SPEC §7). The record remembers it (`maybe_applied`), so that if attempts run
+    // same key is safe (the contract, §7). The record remembers it (`maybe_applied`), so that if attempts run
     // out the stored error says the effect may have happened rather than "ended without the effect".
     verdict = { status: 'not_applied' };
   } else {

@@ -24,7 +24,7 @@ export interface ResolutionRequest {
 }
 
 /**
- * Resolves `uncertain | needs_reconciliation` by an operator (SPEC §5): applied → succeeded (with
+ * Resolves `uncertain | needs_reconciliation` by an operator (the contract, §5): applied → succeeded (with
  * `resolved_by`), not_applied → failed_retryable (retried), failed → failed_terminal. The same
  * resolution again (same attempt, same outcome) is idempotent; a record that changed meanwhile is
  * `state_changed`. It applies only while the record is still at `attempt`:
@@ -104,7 +104,7 @@ export async function resolveOperation(
 
 /**
  * The record already carries this resolution of this attempt (by any operator): repeating it is
- * idempotent (SPEC §5). The same outcome on a later attempt is a different verdict, not a repeat.
+ * idempotent (the contract, §5). The same outcome on a later attempt is a different verdict, not a repeat.
  */
 function isSameResolution(
   record: OperationRecord,

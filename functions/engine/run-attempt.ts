@@ -7,7 +7,7 @@ import { toolContext, underDeadline } from './tool-invocation';
 import { type AttemptOutcome, type Lease, recordOutcome } from './transitions';
 
 /**
- * Runs one attempt of a claimed operation and records its outcome (SPEC §3 steps 5–7): the tool gets
+ * Runs one attempt of a claimed operation and records its outcome (the contract, §3 steps 5–7): the tool gets
  * an AbortSignal that fires at the lease's hard deadline, and the engine stops waiting then even if
  * the tool ignores the signal. Returns the record as the commit left it (or as found, if another
  * writer had moved it on).

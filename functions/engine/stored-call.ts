@@ -13,7 +13,7 @@ import type { WorkMessage } from './work-queue';
 
 /**
  * Sends the work message for a record. A failed send is logged, not thrown: the record is durable,
- * and the reconciler re-enqueues `queued` records that were not started (SPEC §7).
+ * and the reconciler re-enqueues `queued` records that were not started (the contract, §7).
  */
 export async function enqueueQuietly(deps: LedgerDeps, record: OperationRecord): Promise<boolean> {
   try {

@@ -39,7 +39,7 @@ export interface SubmitRequest extends Caller {
 }
 
 /**
- * The flow of one call (SPEC §3): validate and digest, reserve, then replay, conflict, report, or run
+ * The flow of one call (the contract, §3): validate and digest, reserve, then replay, conflict, report, or run
  * the tool once and record its outcome.
  *
  * @example
@@ -63,7 +63,7 @@ export async function submitOperation(
   const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);
   if (cached) return existingRecord(deps, req, call, cached, request.mode);
 
-  // A tool whose timeout does not fit the synchronous budget always runs asynchronously (SPEC §3).
+  // A tool whose timeout does not fit the synchronous budget always runs asynchronously (the contract, §3).
   const tooLong = request.mode === 'sync' && (call.tool.timeoutMs ?? 10_000) > deps.config.syncWaitMs;
   const mode: SubmitMode = tooLong ? 'async' : request.mode;
   const runsLater = mode === 'async';
@@ -86,7 +86,7 @@ export async function submitOperation(
   return existingRecord(deps, req, call, reservation.existing, mode);
 }
 
-/** SPEC §3 step 4: a record exists. */
+/** The contract's §3, step 4: a record exists. */
 async function existingRecord(
   deps: LedgerDeps,
   req: RequestContext,
@@ -147,7 +147,7 @@ async function run(
     after = await runAttempt(deps, req, record, call.tool, call.args, lease);
   } catch (error) {
     // The commit could not be made durable. The effect may have happened: the record stays pending
-    // under a lease that will expire, and the reconciler takes it from there (SPEC §3 step 7).
+    // under a lease that will expire, and the reconciler takes it from there (the contract, §3 step 7).
     logger.error('commit not durable; left to the reconciler', {
       operation_id: record.operation_id,
       attempt_number: record.attempt,

@@ -17,7 +17,7 @@ import {
 } from './record-fields';
 
 /**
- * The named transitions of SPEC §2, one function each, every one a row of the table in
+ * The named transitions of the contract's §2, one function each, every one a row of the table in
  * functions/domain/states.ts that the store asserts before it writes. Every function is one
  * conditional write (plus a consistent read when the condition fails) and logs one line when the
  * state changes. None of them ever overwrites a record it did not expect: a failed condition returns
@@ -59,11 +59,11 @@ export type Reservation =
   | { created: true; record: OperationRecord }
   | { created: false; existing: OperationRecord };
 
-/** The first PutItem plus at most 3 more when the old item turns out absent or expired (SPEC §3). */
+/** The first PutItem plus at most 3 more when the old item turns out absent or expired (the contract, §3). */
 const MAX_RESERVE_TRIES = 4;
 
 /**
- * Reserves a new operation in `state` (SPEC §3 step 3): one conditional PutItem; if the old item
+ * Reserves a new operation in `state` (the contract, §3 step 3): one conditional PutItem; if the old item
  * turns out absent or expired, try again (at most 3 times). A lost PutItem response that the SDK
  * retried is recognised by `reservation_id` and counts as ours.
  */
@@ -128,7 +128,7 @@ export async function reserve(
   throw new LedgerUnavailableError('the reservation kept racing with expiring records');
 }
 
-/** A terminal record whose `expires_at` has passed is treated as absent (SPEC §2). */
+/** A terminal record whose `expires_at` has passed is treated as absent (the contract, §2). */
 export function isExpired(record: OperationRecord, now: number): boolean {
   return record.expires_at !== undefined && record.expires_at < Math.floor(now / 1000);
 }
@@ -210,7 +210,7 @@ export interface AttemptOutcome {
 const COMMIT_TRIES = 4;
 
 /**
- * Records the outcome of attempt `n` by its lease owner (SPEC §3 step 6). The condition is
+ * Records the outcome of attempt `n` by its lease owner (the contract, §3 step 6). The condition is
  * `attempt = n AND lease_owner = me AND state IN (…)`: from `pending` any outcome; from `uncertain`,
  * `needs_reconciliation` or `failed_retryable` (a late outcome of the same attempt) only a known one.
  * A write that fails in transit is retried with the same condition and verified by reading back
@@ -515,7 +515,7 @@ export async function escalateToOperator(
   });
 }
 
-/** An operator's verdict on one attempt (SPEC §5) and what it moves the record to. */
+/** An operator's verdict on one attempt (the contract, §5) and what it moves the record to. */
 export interface Resolution {
   outcome: 'applied' | 'not_applied' | 'failed';
   /** Principal label of the operator, recorded as `resolved_by`. */

@@ -1,5 +1,5 @@
 /**
- * The body of a work-queue message (SPEC §6). Tenants come from the queue's binding, so a message
+ * The body of a work-queue message (the contract, §6). Tenants come from the queue's binding, so a message
  * that names a tenant the queue does not carry is never run.
  */
 export interface WorkMessage {

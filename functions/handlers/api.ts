@@ -4,7 +4,7 @@ import { authenticatorFromEnv } from '../http/auth';
 import { buildRuntime } from '../wiring';
 
 /**
- * The API Lambda (SPEC §5): the deployment's tools module, wired from the environment, with the
+ * The API Lambda (the contract, §5): the deployment's tools module, wired from the environment, with the
  * authenticator the environment names, behind the HTTP front door (functions/http/api-handler.ts).
  *
  * @example

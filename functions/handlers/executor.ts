@@ -3,7 +3,7 @@ import { createExecutorHandler } from '../queue/executor-handler';
 import { buildRuntime } from '../wiring';
 
 /**
- * The SQS executor Lambda (SPEC §6): the deployment's tools module (`#tool-ledger/tools`, the shipped
+ * The SQS executor Lambda (the contract, §6): the deployment's tools module (`#tool-ledger/tools`, the shipped
  * tools unless the construct aliases another), wired from the environment, behind the queue's front
  * door (functions/queue/executor-handler.ts).
  */

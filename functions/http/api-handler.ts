@@ -14,7 +14,7 @@ import { ROUTES } from './routes';
 export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 /**
- * The HTTP front door (SPEC §5) over a runtime and an authenticator. Every request goes the same way:
+ * The HTTP front door (the contract, §5) over a runtime and an authenticator. Every request goes the same way:
  * authenticate (401), route (404, 405 with `Allow`), check the role (403), then the route's own checks
  * and the engine. Every failure becomes a problem+json with a stable code; anything unexpected is a
  * bare 500 `internal_error`, logged once with its code and class (never its message). Metrics are
@@ -85,7 +85,7 @@ export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: 
 }
 
 /**
- * The API Lambda's handler (API Gateway REST proxy integration, SPEC §5): the runtime (DynamoDB client,
+ * The API Lambda's handler (API Gateway REST proxy integration; the contract, §5): the runtime (DynamoDB client,
  * tools, queue) and the authenticator are built on the first invocation and kept for the sandbox's
  * life. A configuration error answers 500 `internal_error` and is logged by class only, since its
  * message may quote configuration; the next invocation tries again. The gateway's upstream tools are

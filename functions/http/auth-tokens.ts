@@ -52,7 +52,7 @@ export class BearerTokenAuthenticator implements Authenticator {
     if (this.byHash.size === 0) throw new Error(`${SETTINGS.tokens.name} names no token`);
   }
 
-  /** Every tenant some token belongs to (local mode binds its work queue to them, SPEC §6). */
+  /** Every tenant some token belongs to (local mode binds its work queue to them: a message naming any other tenant is not run). */
   tenants(): string[] {
     return [...new Set([...this.byHash.values()].map((identity) => identity.tenant))];
   }

@@ -8,7 +8,7 @@ import type { Authenticator } from './identity';
  * The authenticator a deployment asked for: `TOOL_LEDGER_AUTH` = `iam` (API Gateway's IAM
  * authorization; tenants from `TOOL_LEDGER_IAM_TENANTS` and the bundled `TOOL_LEDGER_IAM_TENANTS_FILE`) or `tokens` (bearer tokens from
  * `TOOL_LEDGER_TOKENS`). The default is `iam`, except in local mode (`TOOL_LEDGER_LOCAL=true`), which
- * defaults to tokens and to SPEC §10's dev tokens when none are set. Dev tokens are never a default
+ * defaults to tokens and to local mode's dev tokens (`DEV_TOKENS`) when none are set. Dev tokens are never a default
  * outside local mode.
  *
  * @example

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { ValidationError } from '../domain/errors';
 
-/** Printable ASCII without space, as operation IDs (SPEC §1): safe in logs and headers. */
+/** Printable ASCII without space, as operation IDs (the contract, §1): safe in logs and headers. */
 const LABEL = /^[\x21-\x7e]{1,255}$/;
 
 const jsonObject = z.custom<Record<string, unknown>>(

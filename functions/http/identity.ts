@@ -9,7 +9,7 @@ export const ROLES: readonly Role[] = LEDGER_ROLES;
 
 /**
  * Who made a request. The tenant comes from here and only from here: a body never names one
- * (SPEC §1). `principal` is a label safe to store and log (an IAM ARN, or a token's fingerprint).
+ * (the contract, §1). `principal` is a label safe to store and log (an IAM ARN, or a token's fingerprint).
  */
 export interface Identity {
   tenant: string;

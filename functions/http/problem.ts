@@ -8,7 +8,7 @@ interface ProblemKind {
 }
 
 /**
- * The one place that maps error codes to HTTP statuses (SPEC §5). The domain and the engine raise
+ * The one place that maps error codes to HTTP statuses (the contract, §5). The domain and the engine raise
  * typed errors with a stable `code`; only this table knows what HTTP makes of them.
  */
 export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {

@@ -3,7 +3,7 @@ import { MAX_ARGUMENTS_DEPTH } from '../domain/digest';
 import { LedgerError, PayloadTooLargeError, ValidationError } from '../domain/errors';
 import { parseIJson } from '../domain/i-json';
 
-/** Largest request body, in bytes after any base64 decoding (SPEC §5). */
+/** Largest request body, in bytes after any base64 decoding (the contract, §5). */
 export const MAX_BODY_BYTES = 256 * 1024;
 
 /** Deepest JSON body: the arguments may nest 32 levels and the envelope adds one. */
@@ -87,7 +87,7 @@ export class HttpRequest {
   }
 
   /**
-   * The body as I-JSON, after the checks of SPEC §5 in order: media type (415), size (413), UTF-8
+   * The body as I-JSON, after the checks of the contract's §5 in order: media type (415), size (413), UTF-8
    * (400), then syntax, duplicate keys, depth and prototype keys (400). Hostile input is refused
    * before `JSON.parse` sees it. `maxDepth` is for envelopes that nest the arguments deeper (MCP).
    */

@@ -44,7 +44,7 @@ export function operationLocation(operationId: string): string {
 }
 
 /**
- * An operation body (SPEC §5) with its status and headers.
+ * An operation body (the contract, §5) with its status and headers.
  *
  * @example
  * ```ts

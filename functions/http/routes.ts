@@ -25,7 +25,7 @@ import { type ApiResponse, operationLocation, operationResponse, respond } from 
 import type { RouteContext } from './route-context';
 import type { RouteSpec } from './router';
 
-/** One route of SPEC §5: its address and roles from the contract, and its handler. */
+/** One route of the contract's §5: its address and roles from the contract, and its handler. */
 export interface Route extends RouteSpec {
   /** Stable name for logs (the pattern, never the concrete path, which holds an operation ID). */
   name: string;
@@ -53,7 +53,7 @@ const HANDLERS: Readonly<Record<RouteId, (ctx: RouteContext) => Promise<ApiRespo
   mcp: handleMcp,
 };
 
-/** The HTTP API (SPEC §5): every route of the contract with its handler, in the contract's order. */
+/** The HTTP API (the contract, §5): every route of the contract with its handler, in the contract's order. */
 export const ROUTES: readonly Route[] = LEDGER_ROUTES.map((route) => ({
   name: routeName(route),
   method: route.method,
@@ -85,7 +85,7 @@ async function submit({ deps, req, request, identity }: RouteContext): Promise<A
   return submitResponse(result, req.requestId, async);
 }
 
-/** SPEC §5's status table for a submission that reached the ledger. */
+/** The status table of the contract's §5 for a submission that reached the ledger. */
 export function submitResponse(result: SubmitResult, requestId: string, askedAsync = false): ApiResponse {
   const { record } = result;
   const location = operationLocation(record.operation_id);
@@ -192,7 +192,7 @@ async function list({ deps, request, identity }: RouteContext): Promise<ApiRespo
 }
 
 /**
- * `POST /v1/reconciliations`: one reconciler pass now over the caller's own tenant (not in SPEC §5;
+ * `POST /v1/reconciliations`: one reconciler pass now over the caller's own tenant (not in the contract's §5;
  * it serves `tool-ledger reconcile`). It reads the tenant's unresolved index, not the sharded
  * attention index, so an operator acts on, calls the targets of, and counts, only its own tenant's
  * operations. Every decision is the scheduled pass's own conditional write (a pass racing the

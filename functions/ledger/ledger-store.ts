@@ -332,7 +332,7 @@ export class LedgerStore implements OperationStore {
 
   /**
    * Counts the unresolved records by scanning the sparse `unresolved` index, which holds them alone,
-   * reading only `state`: the cost grows with the unresolved operations, never with the table (SPEC §7).
+   * reading only `state`: the cost grows with the unresolved operations, never with the table (the contract, §7).
    */
   async countOpen(): Promise<OpenOperations> {
     const counts: OpenOperations = { unresolved: 0, needsReconciliation: 0 };

@@ -13,7 +13,7 @@ import { LedgerUnavailableError } from '../domain/errors';
 import type { ReadCache, ReadCacheAnswer, ReadCacheOptions, ReadKey, StoredRead } from '../engine/read-cache';
 
 /**
- * The read cache on Powertools idempotency, in the ledger's own table (SPEC §4, `effect: 'read'`).
+ * The read cache on Powertools idempotency, in the ledger's own table (the contract, §4, `effect: 'read'`).
  *
  * Why reads may use Powertools and writes must not: Powertools deletes its record when the function
  * throws, lets a duplicate run again once the in-progress lock expires, and completes without a

@@ -60,7 +60,7 @@ function projectionOf(
 
 /**
  * Creates the ledger table if it does not exist and waits until it is active. TTL is switched on
- * where the store supports it; dynalite does not (expiry is enforced on read anyway, SPEC §2).
+ * where the store supports it; dynalite does not (expiry is enforced on read anyway: the contract, §2).
  */
 export async function ensureLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {

@@ -18,7 +18,7 @@ export type BannerStack = Pick<
 };
 
 /**
- * The line scripts wait for (SPEC §10), exactly:
+ * The line scripts wait for (the contract, §10), exactly:
  * `tool-ledger ready api=… sqs=… queue=… dynamodb=… table=…`.
  *
  * @example

@@ -22,7 +22,7 @@ import { invoke, LambdaTimeoutError, type LocalFunction } from './lambda-context
 /** The API handler's signature (functions/handlers/api.ts). */
 export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
-/** API Gateway's payload quota for REST APIs; the handler enforces SPEC §5's smaller limit itself. */
+/** API Gateway's payload quota for REST APIs; the handler enforces the contract's smaller body limit (256 KiB, §5) itself. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 /**

@@ -6,7 +6,7 @@ import type { RunningStack } from './stack';
 import { useToolsModule } from './tools-module';
 
 /**
- * `npm start`: tool-ledger on one machine (SPEC §10). Prints one ready line for scripts, then a short
+ * `npm start`: tool-ledger on one machine (the contract, §10). Prints one ready line for scripts, then a short
  * greeting for people; stops cleanly on SIGINT and SIGTERM. Exit code 2: a setting cannot be used, the
  * tools module cannot be loaded or cannot build its tools, or the data folder is in use by another
  * process (each named on stderr); 1: any other failure to start.

@@ -14,7 +14,7 @@ import { parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
 import { parseAllowedOrigin } from '../tools/origin-policy';
 
 /**
- * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
+ * The settings of `npm start` (the contract, §10), read once from the environment with their defaults. The
  * engine's own settings (retention, lease grace, sync wait, approvals) are read by functions/config.ts
  * from the same variables; they are checked here too, so that a typo stops local mode before any
  * server starts rather than at the first request. A setting that cannot be used stops the start with
@@ -54,7 +54,7 @@ export interface LocalSettings {
   tokens: LocalToken[];
   /** Whether the tokens are the well-known defaults (then they are printed for people). */
   defaultTokens: boolean;
-  /** Every tenant named by a token: the work queue's binding (SPEC §6). */
+  /** Every tenant named by a token: the tenants local mode's work queue may carry, and no other. */
   tenants: string[];
   /** `TOOL_LEDGER_WEBHOOK_ALLOW` as given (or the default). */
   webhookAllow: string;

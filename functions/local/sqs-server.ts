@@ -25,7 +25,7 @@ export interface LocalWorkQueues {
   deadLetterQueueUrl: string;
 }
 
-/** How the work queue is configured (SPEC §6). */
+/** How the work queue is configured (the contract, §6). */
 export interface WorkQueueOptions {
   /** Name of the work queue; the DLQ is `<name>-dlq`. */
   name: string;

@@ -16,7 +16,7 @@ import type { LocalSettings } from './settings';
 import { createWorkQueues, type LocalSqs, type LocalWorkQueues, startLocalSqs } from './sqs-server';
 
 /**
- * The whole of tool-ledger on one machine (SPEC §10): dynalite and fauxqs, then the same three Lambda
+ * The whole of tool-ledger on one machine (the contract, §10): dynalite and fauxqs, then the same three Lambda
  * handlers behind an HTTP server, an SQS poller and a timer. Servers start first; the handler modules
  * are imported only once the environment they read at their cold start points at those servers.
  *

@@ -5,7 +5,7 @@ import { readSetting, SETTINGS } from '../contract/environment';
 /**
  * A log item that keeps `null` values. Powertools drops `null` and `''` attributes before printing;
  * the transition log must show `state_before: null` (a reservation) and `agent_run_id: null` so that
- * every line has the same fields (SPEC §9). Only `undefined` is dropped.
+ * every line has the same fields (the contract, §9). Only `undefined` is dropped.
  */
 class NullKeepingLogItem extends LogItem {
   override removeEmptyKeys(attributes: LogAttributes): LogAttributes {

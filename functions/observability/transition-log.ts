@@ -2,7 +2,7 @@ import type { OperationState } from '../domain/states';
 import { logger } from './logger';
 
 /**
- * One log line per state transition, with exactly the fields of SPEC §9. Values are identities,
+ * One log line per state transition, with exactly the fields of the contract's §9. Values are identities,
  * digests, states and codes: never arguments, results, headers or tool error messages.
  */
 export interface TransitionLogLine {
@@ -21,7 +21,7 @@ export interface TransitionLogLine {
   request_id: string;
 }
 
-/** The fields of a transition line, in SPEC §9's order: the contract that log queries rely on. */
+/** The fields of a transition line, in the order of the contract's §9, which log queries rely on. */
 export const TRANSITION_LOG_FIELDS = [
   'event_time',
   'agent_run_id',

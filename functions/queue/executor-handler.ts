@@ -8,7 +8,7 @@ import type { Runtime } from '../wiring';
 import { handleWorkMessage } from './handle-work-message';
 
 /**
- * The SQS executor's front door (SPEC §6): a thin adapter from an SQS batch to {@link handleWorkMessage}. Each record
+ * The SQS executor's front door (the contract, §6): a thin adapter from an SQS batch to {@link handleWorkMessage}. Each record
  * whose verdict is `retry` is reported in `batchItemFailures` (SQS redelivers it, then the DLQ keeps
  * it); every other record is acknowledged, because the ledger owns its outcome now.
  */
@@ -122,7 +122,7 @@ export interface ExecutorOptions {
 }
 
 /**
- * The queue's visibility timeout is six executor timeouts (SPEC §6), right for a crashed batch and
+ * The queue's visibility timeout is six executor timeouts (the contract, §6), right for a crashed batch and
  * far too long for a retryable failure (a target refused a connection, the ledger was throttled):
  * such a record comes back after 10 s, 20 s, 40 s … (at most 5 minutes) instead.
  * Best effort: if the change fails, the message comes back after the queue's timeout as before.

@@ -23,7 +23,7 @@ const messageSchema = z
   })
   .strict();
 
-/** The tenants a work queue may carry (SPEC §6). */
+/** The tenants a work queue may carry (the contract, §6). */
 export type QueueBinding = ReadonlySet<string>;
 
 /**
@@ -37,7 +37,7 @@ export interface MessageSender {
 }
 
 /**
- * What the executor tells SQS about one message (SPEC §6): `retry` reports a batch item failure (SQS
+ * What the executor tells SQS about one message (the contract, §6): `retry` reports a batch item failure (SQS
  * redelivers, then the DLQ keeps it); `ack` removes it because the ledger owns the outcome now.
  */
 export interface WorkVerdict {

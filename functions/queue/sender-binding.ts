@@ -1,7 +1,7 @@
 import { SETTINGS } from '../contract/environment';
 
 /**
- * Who may send work for which tenant (SPEC §6). A work queue's tenant binding says which tenants the
+ * Who may send work for which tenant (the contract, §6). A work queue's tenant binding says which tenants the
  * queue carries; against a hostile producer that is not enough, because every producer of one queue
  * could name any of them. On AWS each message carries its sender (the SQS `SenderId` system attribute:
  * `AROA…:<session>` for an assumed role, `AIDA…` for a user), which no producer can forge, so the

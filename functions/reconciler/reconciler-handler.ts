@@ -7,7 +7,7 @@ import { logger } from '../observability/logger';
 import type { Runtime } from '../wiring';
 
 /**
- * The scheduled reconciler's front door (SPEC §7): one {@link reconcilePass} per invocation (EventBridge in AWS, a
+ * The scheduled reconciler's front door (the contract, §7): one {@link reconcilePass} per invocation (EventBridge in AWS, a
  * timer in local mode). Overlapping invocations are safe: every decision is a conditional write.
  */
 

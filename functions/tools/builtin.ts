@@ -5,7 +5,7 @@ import { workspaceDeleteFile } from './workspace-delete-file';
 import { workspaceWriteFile } from './workspace-write-file';
 
 /**
- * The tools that ship with tool-ledger (SPEC §4), built for one deployment. Building them checks the
+ * The tools that ship with tool-ledger (the contract, §4), built for one deployment. Building them checks the
  * webhook allow lists, so a malformed origin fails at start-up rather than on the first call.
  *
  * @example

@@ -3,7 +3,7 @@ import { SETTINGS } from '../contract/environment';
 import type { ReservedEndpoints } from './reserved-endpoints';
 
 /**
- * The server-side request forgery guard of `webhook.post` (SPEC §4): which URLs may be called, and
+ * The server-side request forgery guard of `webhook.post` (the contract, §4): which URLs may be called, and
  * which resolved addresses a call may connect to.
  *
  * Two checks, at two moments:

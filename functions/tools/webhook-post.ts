@@ -290,7 +290,7 @@ function abortFailure(phase: Phase, signal: AbortSignal): Error {
   );
 }
 
-/** Maps a non-2xx status to its outcome (SPEC §4). */
+/** Maps a non-2xx status to its outcome (the contract, §4). */
 function statusFailure(status: number): Error {
   const code = `http_${status}`;
   if (status >= 300 && status < 500 && status !== 408 && status !== 409 && status !== 429) {
@@ -443,14 +443,14 @@ function sanitizeWebhookResult(result: unknown): unknown {
 
 /**
  * `webhook.post`: POSTs canonical JSON to an allowed origin with `Idempotency-Key: "<downstream
- * key>"` (an RFC 8941 string), never following redirects. Outcomes (SPEC §4): 2xx succeeded; 3xx
+ * key>"` (an RFC 8941 string), never following redirects. Outcomes (the contract, §4): 2xx succeeded; 3xx
  * and 4xx other than 408/409/429 terminal (`http_<status>`, status kept); DNS failure, connection
  * refused, TLS handshake failure, abort before connecting → not applied; reset or abort after
  * sending, 408, 409, 429, 5xx → uncertain.
  *
  * No `reconcile`: a webhook cannot be asked whether it received a request, and "re-send with the
  * same key" is an execute, which the reconciler must never call. Instead `downstreamIdempotent` is
- * true for origins listed in `env.webhookIdempotentOrigins`, so the reconciler (SPEC §7) may move an
+ * true for origins listed in `env.webhookIdempotentOrigins`, so the reconciler (the contract, §7) may move an
  * uncertain call there to `failed_retryable`, and the retry reuses the same key; other origins go to
  * `needs_reconciliation` for an operator.
  *

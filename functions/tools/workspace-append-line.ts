@@ -39,8 +39,8 @@ export interface AppendLineOptions {
   /**
    * The reconciler sees the same workspace files as every executor (a file system shared by all
    * functions). Only then does a missing marker prove that an attempt never appended, and reconcile may
-   * answer `not_applied` for it. Off by default, as SPEC §4 says: "reconcile looks for the operation's
-   * marker, else `unknown`". @default false
+   * answer `not_applied` for it. Off by default, so reconcile
+   * looks for the operation's marker and answers `unknown` without it. @default false
    */
   sharedWorkspace?: boolean;
   /**

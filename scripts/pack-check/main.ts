@@ -15,6 +15,7 @@ import {
   TSCONFIG_CJS_MTS,
   TSCONFIG_NODENEXT,
 } from './consumer-files';
+import { internalPointers } from './internal-pointers';
 
 /**
  * `npm run pack-check`: the packages as a user receives them. Builds and packs `tool-ledger` and
@@ -23,7 +24,8 @@ import {
  * the three adapters with the real SDK types, and a custom tool; synthesizes a stack with that tool
  * (real esbuild bundling); runs the client against local mode started with that tool
  * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); checks that a token-only client install
- * pulls in neither aws-cdk-lib nor the AWS SDK; and, in a CommonJS project (`"type": "commonjs"`, what
+ * pulls in neither aws-cdk-lib nor the AWS SDK, and that neither installed package cites the internal
+ * design brief (scripts/pack-check/internal-pointers.ts); and, in a CommonJS project (`"type": "commonjs"`, what
  * npm 11's `npm init` writes), that a `.ts` tools module is refused with what to change while a `.mts`
  * one type-checks and runs. Exits 1 on the first check that fails.
  */
@@ -151,15 +153,12 @@ async function main(): Promise<void> {
       'the client imports and runs with only Node',
     );
     // What users read (declarations, README, source maps) must not point at the internal design brief.
-    const installed = path.join(tokenOnly, 'node_modules', '@tool-ledger', 'client');
-    const pointers: string[] = [];
-    for (const file of await readdir(installed, { recursive: true })) {
-      const text = await readFile(path.join(installed, file), 'utf8').catch(() => '');
-      if (/SPEC §|\.\.\/shared\//.test(text)) pointers.push(file);
-    }
+    const clientPointers = await internalPointers(
+      path.join(tokenOnly, 'node_modules', '@tool-ledger', 'client'),
+    );
     check(
-      pointers.length === 0,
-      `the client package cites no file outside it (${pointers.join(', ') || 'none'})`,
+      clientPointers.length === 0,
+      `the client package cites no file outside it (${clientPointers.join(', ') || 'none'})`,
     );
 
     step('consumer project: install the tarballs with the SDKs, CDK and TypeScript');
@@ -200,6 +199,12 @@ async function main(): Promise<void> {
     await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
     await run('npm', INSTALL, consumer);
     check(true, 'installed');
+    // The construct's package ships its handlers, CLI and docs as source: the same rule as the client's.
+    const ledgerPointers = await internalPointers(path.join(consumer, 'node_modules', 'tool-ledger'));
+    check(
+      ledgerPointers.length === 0,
+      `the tool-ledger package cites no file outside it (${ledgerPointers.join(', ') || 'none'})`,
+    );
 
     step('type-check the consumer (strict, no casts)');
     await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer);
