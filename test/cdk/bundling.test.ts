@@ -60,7 +60,7 @@ beforeAll(() => {
   const fn = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function')!;
   // The staged asset folder is named after the asset hash, which is also the S3 key.
   assetDir = path.join(assembly.directory, `asset.${fn.Properties.Code!.S3Key!.replace(/\.zip$/, '')}`);
-}, 60_000);
+}, 240_000);
 
 afterAll(() => {
   rmSync(outdir, { recursive: true, force: true });

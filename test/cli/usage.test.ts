@@ -170,7 +170,7 @@ describe('signing', () => {
     expect(seen.map((s) => s.headers.authorization)).toEqual(['Bearer abc', 'Bearer def']);
   });
 
-  it('an API that cannot be reached is exit 1, naming the endpoint', { timeout: 20_000 }, async () => {
+  it('an API that cannot be reached is exit 1, naming the endpoint', { timeout: 120_000 }, async () => {
     const { endpoint } = await recorder();
     await new Promise((resolve) => server!.close(resolve));
     server = undefined;
@@ -186,7 +186,7 @@ describe('the bin', () => {
    * it, the same launcher is run from a scratch project that declares it and shares node_modules.
    * `--no` and `--offline` make sure npx can never fetch a package of that name from the registry.
    */
-  it('`npx tool-ledger --help` works as a real process', { timeout: 60_000 }, async () => {
+  it('`npx tool-ledger --help` works as a real process', { timeout: 120_000 }, async () => {
     const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as Record<
       string,
       unknown
@@ -228,7 +228,7 @@ describe('the bin', () => {
     }
   });
 
-  it('exits 2 on a usage error as a real process', { timeout: 30_000 }, async () => {
+  it('exits 2 on a usage error as a real process', { timeout: 120_000 }, async () => {
     const error = await promisify(execFile)(
       process.execPath,
       [path.join(ROOT, 'bin/tool-ledger.mjs'), 'bogus'],
