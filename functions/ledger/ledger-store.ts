@@ -1,18 +1,16 @@
 import {
+  type AttributeValue,
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   type DynamoDBServiceException,
-} from '@aws-sdk/client-dynamodb';
-import {
-  BatchGetCommand,
-  DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
+  GetItemCommand,
+  PutItemCommand,
   QueryCommand,
   type QueryCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { LedgerUnavailableError } from '../domain/errors';
 import type { HistoryEntry, OperationRecord } from '../domain/operation';
 import {
@@ -105,22 +103,20 @@ export class LedgerStore {
   readonly tableName: string;
   /** The DynamoDB client the store was built on (the read-tool path persists through it too). */
   readonly client: DynamoDBClient;
-  private readonly doc: DynamoDBDocumentClient;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
-    this.doc = DynamoDBDocumentClient.from(options.client, {
-      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-    });
   }
 
   /** Reads one record with a strongly consistent read. */
   async get(key: ItemKey): Promise<OperationRecord | undefined> {
     const out = await call(() =>
-      this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
+      this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: toAttributes(key), ConsistentRead: true }),
+      ),
     );
-    return out.Item as OperationRecord | undefined;
+    return out.Item ? fromAttributes<OperationRecord>(out.Item) : undefined;
   }
 
   /**
@@ -145,12 +141,12 @@ export class LedgerStore {
     assertTransition(transition, [null], item.state);
     try {
       await call(() =>
-        this.doc.send(
-          new PutCommand({
+        this.client.send(
+          new PutItemCommand({
             TableName: this.tableName,
-            Item: item,
+            Item: toAttributes(item),
             ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
-            ExpressionAttributeValues: { ':now': nowSeconds },
+            ExpressionAttributeValues: { ':now': { N: String(nowSeconds) } },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
@@ -159,7 +155,7 @@ export class LedgerStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const old = error.Item
-        ? (unmarshall(error.Item) as OperationRecord)
+        ? fromAttributes<OperationRecord>(error.Item)
         : await this.get({ pk: item.pk, sk: item.sk });
       return { created: false, existing: old };
     }
@@ -250,23 +246,23 @@ export class LedgerStore {
     if (removes.length > 0) update += ` REMOVE ${removes.join(', ')}`;
     try {
       const out = await call(() =>
-        this.doc.send(
-          new UpdateCommand({
+        this.client.send(
+          new UpdateItemCommand({
             TableName: this.tableName,
-            Key: key,
+            Key: toAttributes(key),
             UpdateExpression: update.trim(),
             ConditionExpression: conditions.join(' AND '),
             ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
+            ExpressionAttributeValues: toAttributes(values),
             ReturnValues: 'ALL_NEW',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
-      return { ok: true, record: out.Attributes as OperationRecord };
+      return { ok: true, record: fromAttributes<OperationRecord>(out.Attributes ?? {}) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get(key);
+      const current = error.Item ? fromAttributes<OperationRecord>(error.Item) : await this.get(key);
       return { ok: false, current };
     }
   }
@@ -282,13 +278,13 @@ export class LedgerStore {
   ): Promise<void> {
     try {
       await call(() =>
-        this.doc.send(
-          new UpdateCommand({
+        this.client.send(
+          new UpdateItemCommand({
             TableName: this.tableName,
-            Key: key,
+            Key: toAttributes(key),
             UpdateExpression: 'SET late_outcome = :lo',
             ConditionExpression: 'attribute_exists(pk) AND attempt > :n',
-            ExpressionAttributeValues: { ':lo': lateOutcome, ':n': attempt },
+            ExpressionAttributeValues: toAttributes({ ':lo': lateOutcome, ':n': attempt }),
           }),
         ),
       );
@@ -304,25 +300,21 @@ export class LedgerStore {
    * left the reconciler's view (or is no longer due) in between is dropped.
    */
   async queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
-    const out = await call(() =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: ATTENTION_INDEX,
-          KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
-          ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
-          Limit: limit,
-          ExclusiveStartKey: decodeCursor(cursor, {
-            partition: { attribute: 'attention_shard', value: shard },
-            sortAttribute: 'attention_at',
-          }),
-        }),
-      ),
-    );
-    const items = (await this.fetchItems(out.Items ?? [])).filter(
+    const out = await this.query({
+      TableName: this.tableName,
+      IndexName: ATTENTION_INDEX,
+      KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
+      ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor, {
+        partition: { attribute: 'attention_shard', value: shard },
+        sortAttribute: 'attention_at',
+      }),
+    });
+    const items = (await this.fetchItems(out.items)).filter(
       (r) => r.attention_shard === shard && r.attention_at !== undefined && r.attention_at <= dueBy,
     );
-    return { items, cursor: out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined };
+    return { items, cursor: out.lastKey ? encodeCursor(out.lastKey) : undefined };
   }
 
   /**
@@ -349,27 +341,23 @@ export class LedgerStore {
       keyCursor = match[2] === '' ? undefined : match[2];
     }
     const partition = partitions[shard] as string;
-    const out = await call(() =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: UNRESOLVED_INDEX,
-          KeyConditionExpression: 'unresolved_tenant = :tenant',
-          FilterExpression: 'attention_at <= :due',
-          ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
-          Limit: limit,
-          ExclusiveStartKey: decodeCursor(keyCursor, {
-            partition: { attribute: 'unresolved_tenant', value: partition },
-            sortAttribute: 'unresolved_at',
-            tenant,
-          }),
-        }),
-      ),
-    );
-    const items = (await this.fetchItems(out.Items ?? [])).filter(
+    const out = await this.query({
+      TableName: this.tableName,
+      IndexName: UNRESOLVED_INDEX,
+      KeyConditionExpression: 'unresolved_tenant = :tenant',
+      FilterExpression: 'attention_at <= :due',
+      ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(keyCursor, {
+        partition: { attribute: 'unresolved_tenant', value: partition },
+        sortAttribute: 'unresolved_at',
+        tenant,
+      }),
+    });
+    const items = (await this.fetchItems(out.items)).filter(
       (r) => r.tenant === tenant && r.attention_at !== undefined && r.attention_at <= dueBy,
     );
-    const next = out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined;
+    const next = out.lastKey ? encodeCursor(out.lastKey) : undefined;
     if (shards <= 1) return { items, cursor: next };
     if (next !== undefined) return { items, cursor: `${shard}.${next}` };
     return { items, cursor: shard + 1 < partitions.length ? `${shard + 1}.` : undefined };
@@ -388,7 +376,7 @@ export class LedgerStore {
     const shards = options.shards ?? 1;
     const partitions = unresolvedPartitions(tenant, shards);
     const queryShard = async (shard: number, from: Record<string, unknown> | undefined) => {
-      const input: QueryCommandInput = {
+      const input: PlainQuery = {
         TableName: this.tableName,
         IndexName: UNRESOLVED_INDEX,
         KeyConditionExpression: 'unresolved_tenant = :tenant',
@@ -400,10 +388,10 @@ export class LedgerStore {
       if (options.state !== undefined) {
         input.FilterExpression = '#state = :state';
         input.ExpressionAttributeNames = { '#state': 'state' };
-        (input.ExpressionAttributeValues as Record<string, unknown>)[':state'] = options.state;
+        input.ExpressionAttributeValues[':state'] = options.state;
       }
-      const out = await call(() => this.doc.send(new QueryCommand(input)));
-      return { entries: out.Items ?? [], lastKey: out.LastEvaluatedKey };
+      const out = await this.query(input);
+      return { entries: out.items, lastKey: out.lastKey };
     };
     let entries: Record<string, unknown>[];
     let cursor: string | undefined;
@@ -430,6 +418,28 @@ export class LedgerStore {
     return { items, cursor };
   }
 
+  /** One Query, with plain values in and plain entries and key out. */
+  private async query(
+    input: PlainQuery,
+  ): Promise<{ items: Record<string, unknown>[]; lastKey: Record<string, unknown> | undefined }> {
+    const { ExpressionAttributeValues, ExclusiveStartKey, ...rest } = input;
+    const out = await call(() =>
+      this.client.send(
+        new QueryCommand({
+          ...rest,
+          ExpressionAttributeValues: toAttributes(ExpressionAttributeValues),
+          ...(ExclusiveStartKey === undefined ? {} : { ExclusiveStartKey: toAttributes(ExclusiveStartKey) }),
+        }),
+      ),
+    );
+    return {
+      items: (out.Items ?? []).map((item) => fromAttributes<Record<string, unknown>>(item)),
+      lastKey: out.LastEvaluatedKey
+        ? fromAttributes<Record<string, unknown>>(out.LastEvaluatedKey)
+        : undefined,
+    };
+  }
+
   /**
    * The whole items behind index entries, in the entries' order, with consistent BatchGetItem reads
    * (100 keys a request; unprocessed keys are asked again with backoff). An item gone in between is left out.
@@ -437,22 +447,25 @@ export class LedgerStore {
   private async fetchItems(entries: readonly Record<string, unknown>[]): Promise<OperationRecord[]> {
     const found = new Map<string, OperationRecord>();
     for (let i = 0; i < entries.length; i += 100) {
-      let keys: Record<string, unknown>[] = entries.slice(i, i + 100).map((e) => ({ pk: e.pk, sk: e.sk }));
+      let keys: Record<string, AttributeValue>[] = entries
+        .slice(i, i + 100)
+        .map((e) => toAttributes({ pk: e.pk, sk: e.sk }));
       for (let round = 0; keys.length > 0; round++) {
         if (round >= 10) throw new LedgerUnavailableError('the ledger kept keys of a batch read unprocessed');
         // Unprocessed keys mean the table is throttling: back off before asking again.
         if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** round, 2_000)));
         const out = await call(() =>
-          this.doc.send(
-            new BatchGetCommand({
+          this.client.send(
+            new BatchGetItemCommand({
               RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
             }),
           ),
         );
-        for (const item of (out.Responses?.[this.tableName] ?? []) as OperationRecord[]) {
+        for (const raw of out.Responses?.[this.tableName] ?? []) {
+          const item = fromAttributes<OperationRecord>(raw);
           found.set(`${item.pk}\u0000${item.sk}`, item);
         }
-        keys = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, unknown>[];
+        keys = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
       }
     }
     return entries.flatMap((e) => {
@@ -460,6 +473,25 @@ export class LedgerStore {
       return item ? [item] : [];
     });
   }
+}
+
+/** A Query whose values and start key are plain JavaScript values. */
+type PlainQuery = Omit<QueryCommandInput, 'ExpressionAttributeValues' | 'ExclusiveStartKey'> & {
+  ExpressionAttributeValues: Record<string, unknown>;
+  ExclusiveStartKey?: Record<string, unknown> | undefined;
+};
+
+/**
+ * DynamoDB's attribute values of a plain object. Undefined values are left out (an absent attribute),
+ * as the record's optional fields are; class instances are refused rather than stored as maps.
+ */
+function toAttributes(value: object): Record<string, AttributeValue> {
+  return marshall(value, { removeUndefinedValues: true, convertClassInstanceToMap: false });
+}
+
+/** A plain object from DynamoDB's attribute values (numbers as JavaScript numbers). */
+function fromAttributes<T>(item: Record<string, AttributeValue>): T {
+  return unmarshall(item) as T;
 }
 
 /**
