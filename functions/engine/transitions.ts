@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { LedgerUnavailableError } from '../domain/errors';
-import type { LateOutcome, OperationError, OperationRecord } from '../domain/operation';
+import type { HistoryEntry, LateOutcome, OperationError, OperationRecord } from '../domain/operation';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
 import { operationKey } from '../ledger/keys';
@@ -417,20 +417,17 @@ export async function deferAttention(
   extra: Partial<OperationRecord> = {},
   expect: Partial<Expectation> = {},
 ): Promise<WriteResult> {
-  return deps.store.transition(
-    { pk: record.pk, sk: record.sk },
-    {
-      transition: 'reconcile',
-      expect: {
-        states: [record.state],
-        attempt: record.attempt,
-        reservationId: record.reservation_id,
-        ...(record.attention_at === undefined ? {} : { attentionAt: record.attention_at }),
-        ...expect,
-      },
-      set: { attention_at: nextAt, updated_at: iso(req.now), ...extra },
+  return deps.store.transition(record, {
+    transition: 'reconcile',
+    expect: {
+      states: [record.state],
+      attempt: record.attempt,
+      reservationId: record.reservation_id,
+      ...(record.attention_at === undefined ? {} : { attentionAt: record.attention_at }),
+      ...expect,
     },
-  );
+    set: { attention_at: nextAt, updated_at: iso(req.now), ...extra },
+  });
 }
 
 async function write(
@@ -441,22 +438,19 @@ async function write(
   w: TransitionWrite,
   extra: { code?: string; durationMs?: number } = {},
 ): Promise<WriteResult> {
-  const by = w.set.lease_owner ?? w.set.resolved_by ?? w.set.approval?.by ?? deps.workerId;
-  const history =
-    w.to === undefined
-      ? undefined
-      : {
-          at: iso(req.now),
-          from: record.state,
-          to: w.to,
-          attempt: w.set.attempt ?? record.attempt,
-          by,
-          ...(extra.code === undefined ? {} : { code: extra.code }),
-        };
-  const result = await deps.store.transition(
-    { pk: record.pk, sk: record.sk },
-    history ? { ...w, history } : w,
-  );
+  if (w.to !== undefined) {
+    // `w` is each caller's own literal: the history entry goes on it instead of on a copy.
+    const history: HistoryEntry = {
+      at: iso(req.now),
+      from: record.state,
+      to: w.to,
+      attempt: w.set.attempt ?? record.attempt,
+      by: w.set.lease_owner ?? w.set.resolved_by ?? w.set.approval?.by ?? deps.workerId,
+    };
+    if (extra.code !== undefined) history.code = extra.code;
+    w.history = history;
+  }
+  const result = await deps.store.transition(record, w);
   if (result.ok && w.to !== undefined) {
     logLine(deps, req, result.record, record.state, w.to, tool, {
       code: extra.code ?? null,

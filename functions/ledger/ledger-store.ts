@@ -162,104 +162,130 @@ export class LedgerStore {
   }
 
   /**
-   * One conditional UpdateItem that performs a named transition. The condition names the expected
-   * state(s) and, where given, attempt, lease owner and digest. On a failed condition the current
-   * record is read and returned: a write never overwrites what it did not expect.
+   * One conditional UpdateItem that performs a named transition on `record`, the record as its caller
+   * read it. The condition names the expected state(s) and, where given, attempt, lease owner, digest,
+   * reservation and attention time. On a failed condition the current record is read and returned: a
+   * write never overwrites what it did not expect.
+   *
+   * On success the new record is `record` with the write applied, built here rather than asked back
+   * (`ReturnValues: NONE`: a smaller answer for DynamoDB to build and for the SDK to parse). It is
+   * exact in every attribute a transition governs: the condition held, so state, attempt, lease and
+   * reservation were as read, and every write that changes the state sets or removes the attention
+   * and index attributes itself. What another writer may have changed meanwhile without a state change
+   * is a `late_outcome` annotation (also missing from a terminal record cached before it landed), or
+   * the reconciler's `attention_at`, `requeue_count` and `reconcile_checks` bookkeeping, which no
+   * caller reads from a write's result; a later write conditioned on a stale value fails its condition
+   * and reads the record afresh, it never overwrites.
+   *
+   * ```
+   *  UpdateItem(SET …, REMOVE …) IF state ∈ S ∧ attempt = n ∧ …
+   *    ok ─────────────▶ record ⊕ write (no read-back)
+   *    condition failed ▶ current item (from the error, or GetItem) ▶ caller decides
+   * ```
    */
-  async transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult> {
-    if (write.to !== undefined) assertTransitions(write.transition, write.expect.states, write.to);
+  async transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult> {
+    const expect = write.expect;
+    if (write.to !== undefined) assertTransitions(write.transition, expect.states, write.to);
+    const next = { ...record } as unknown as Record<string, unknown>;
     const names: Record<string, string> = { '#state': 'state' };
     const values: Record<string, unknown> = {};
-    const sets: string[] = [];
-    const set: Partial<OperationRecord> = { ...write.set };
-    if (write.to !== undefined) set.state = write.to;
+    let update = '';
     let n = 0;
-    for (const [attr, value] of Object.entries(set)) {
-      if (value === undefined) continue;
-      const nk = `#s${n}`;
-      const vk = `:s${n}`;
-      n++;
-      names[nk] = attr;
-      values[vk] = value;
-      sets.push(`${nk} = ${vk}`);
+    const assign = (attr: string, value: unknown) => {
+      const at = n++;
+      names[`#s${at}`] = attr;
+      values[`:s${at}`] = value;
+      update += `${at === 0 ? 'SET ' : ', '}#s${at} = :s${at}`;
+      next[attr] = value;
+    };
+    for (const attr in write.set) {
+      const value = write.set[attr as keyof OperationRecord];
+      if (value !== undefined) assign(attr, value);
     }
+    if (write.to !== undefined) assign('state', write.to);
     if (write.history) {
       names['#history'] = 'history';
       values[':h'] = [write.history];
       values[':empty'] = [];
-      sets.push('#history = list_append(if_not_exists(#history, :empty), :h)');
+      update += `${n === 0 ? 'SET ' : ', '}#history = list_append(if_not_exists(#history, :empty), :h)`;
+      next.history = [...(record.history ?? []), write.history];
     }
-    const removes = (write.remove ?? []).map((attr, i) => {
+    const remove = write.remove ?? [];
+    for (let i = 0; i < remove.length; i++) {
+      const attr = remove[i] as string;
       names[`#r${i}`] = attr;
-      return `#r${i}`;
-    });
+      update += `${i === 0 ? ' REMOVE ' : ', '}#r${i}`;
+      delete next[attr];
+    }
 
-    const conditions: string[] = ['attribute_exists(pk)'];
-    const stateKeys = write.expect.states.map((s, i) => {
-      values[`:from${i}`] = s;
-      return `:from${i}`;
-    });
-    conditions.push(`#state IN (${stateKeys.join(', ')})`);
-    if (write.expect.attempt !== undefined) {
+    // The state condition alone also requires the item to exist: a missing attribute equals nothing.
+    let condition: string;
+    if (expect.states.length === 1) {
+      values[':from0'] = expect.states[0];
+      condition = '#state = :from0';
+    } else {
+      condition = '#state IN (';
+      for (let i = 0; i < expect.states.length; i++) {
+        values[`:from${i}`] = expect.states[i];
+        condition += `${i === 0 ? '' : ', '}:from${i}`;
+      }
+      condition += ')';
+    }
+    if (expect.attempt !== undefined) {
       names['#attempt'] = 'attempt';
-      values[':attempt'] = write.expect.attempt;
-      conditions.push('#attempt = :attempt');
+      values[':attempt'] = expect.attempt;
+      condition += ' AND #attempt = :attempt';
     }
-    if (write.expect.leaseOwner !== undefined) {
+    if (expect.leaseOwner !== undefined) {
       names['#lease_owner'] = 'lease_owner';
-      values[':lease_owner'] = write.expect.leaseOwner;
-      conditions.push('#lease_owner = :lease_owner');
+      values[':lease_owner'] = expect.leaseOwner;
+      condition += ' AND #lease_owner = :lease_owner';
     }
-    if (write.expect.digest !== undefined) {
+    if (expect.digest !== undefined) {
       names['#digest'] = 'arguments_digest';
-      values[':digest'] = write.expect.digest;
-      conditions.push('#digest = :digest');
+      values[':digest'] = expect.digest;
+      condition += ' AND #digest = :digest';
     }
-    if (write.expect.leaseExpiredBefore !== undefined) {
+    if (expect.leaseExpiredBefore !== undefined) {
       names['#lease_expires_at'] = 'lease_expires_at';
-      values[':lease_limit'] = write.expect.leaseExpiredBefore;
-      conditions.push('#lease_expires_at < :lease_limit');
+      values[':lease_limit'] = expect.leaseExpiredBefore;
+      condition += ' AND #lease_expires_at < :lease_limit';
     }
-    if (write.expect.reconcileChecks !== undefined) {
+    if (expect.reconcileChecks !== undefined) {
       names['#checks'] = 'reconcile_checks';
-      values[':checks'] = write.expect.reconcileChecks;
-      conditions.push(
-        write.expect.reconcileChecks === 0
-          ? '(attribute_not_exists(#checks) OR #checks = :checks)'
-          : '#checks = :checks',
-      );
+      values[':checks'] = expect.reconcileChecks;
+      condition +=
+        expect.reconcileChecks === 0
+          ? ' AND (attribute_not_exists(#checks) OR #checks = :checks)'
+          : ' AND #checks = :checks';
     }
-
-    if (write.expect.attentionAt !== undefined) {
+    if (expect.attentionAt !== undefined) {
       names['#attention_at'] = 'attention_at';
-      values[':attention_at'] = write.expect.attentionAt;
-      conditions.push('#attention_at = :attention_at');
+      values[':attention_at'] = expect.attentionAt;
+      condition += ' AND #attention_at = :attention_at';
     }
-
-    if (write.expect.reservationId !== undefined) {
+    if (expect.reservationId !== undefined) {
       names['#reservation_id'] = 'reservation_id';
-      values[':reservation_id'] = write.expect.reservationId;
-      conditions.push('#reservation_id = :reservation_id');
+      values[':reservation_id'] = expect.reservationId;
+      condition += ' AND #reservation_id = :reservation_id';
     }
 
-    let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';
-    if (removes.length > 0) update += ` REMOVE ${removes.join(', ')}`;
+    const key = { pk: record.pk, sk: record.sk };
     try {
-      const out = await call(() =>
+      await call(() =>
         this.client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
             Key: toAttributes(key),
-            UpdateExpression: update.trim(),
-            ConditionExpression: conditions.join(' AND '),
+            UpdateExpression: update,
+            ConditionExpression: condition,
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: toAttributes(values),
-            ReturnValues: 'ALL_NEW',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
-      return { ok: true, record: fromAttributes<OperationRecord>(out.Attributes ?? {}) };
+      return { ok: true, record: next as unknown as OperationRecord };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const current = error.Item ? fromAttributes<OperationRecord>(error.Item) : await this.get(key);
