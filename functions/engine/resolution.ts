@@ -80,7 +80,7 @@ export async function resolveOperation(
   const to = TARGET[outcome];
   const record = await getOperation(deps, req, request.tenant, request.operationId);
   if (isSameResolution(record, to, outcome, attempt)) return { record, changed: false };
-  if (record.state !== 'uncertain' && record.state !== 'needs_reconciliation') {
+  if (!isResolvable(record.state)) {
     throw new StateChangedError('only uncertain or needs_reconciliation operations can be resolved', {
       state: record.state,
     });
@@ -95,13 +95,27 @@ export async function resolveOperation(
   if (resultJson !== undefined) set.result = resultJson;
   if (outcome === 'failed')
     set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
-  const result = await changeState(deps, req, record, toolOf(deps, record), {
-    transition: 'resolve',
-    expect: { states: ['uncertain', 'needs_reconciliation'], attempt },
-    to,
-    code: `resolved_${outcome}`,
-    set,
-  });
+  const resolve = (base: OperationRecord) =>
+    changeState(deps, req, base, toolOf(deps, base), {
+      transition: 'resolve',
+      expect: { states: [base.state], attempt },
+      to,
+      code: `resolved_${outcome}`,
+      set,
+    });
+  let result = await resolve(record);
+  const moved = result.ok ? undefined : result.current;
+  if (
+    moved &&
+    moved.state !== record.state &&
+    isResolvable(moved.state) &&
+    moved.attempt === attempt &&
+    moved.reservation_id === record.reservation_id
+  ) {
+    // The reconciler gave up on it (uncertain → needs_reconciliation) since the read: still this
+    // operator's to resolve.
+    result = await resolve(moved);
+  }
   if (!result.ok) {
     if (result.current && isSameResolution(result.current, to, outcome, attempt)) {
       return { record: result.current, changed: false };
@@ -111,6 +125,11 @@ export async function resolveOperation(
     });
   }
   return { record: result.record, changed: true };
+}
+
+/** The states an operator resolves. */
+function isResolvable(state: OperationState): boolean {
+  return state === 'uncertain' || state === 'needs_reconciliation';
 }
 
 /**

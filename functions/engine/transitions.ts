@@ -143,11 +143,8 @@ export async function claim(
   const next = record.attempt + 1;
   const result = await write(deps, req, record, tool, {
     transition: 'claim',
-    expect: {
-      states: ['queued', 'failed_retryable'],
-      attempt: record.attempt,
-      digest: record.arguments_digest,
-    },
+    // The state it read, `queued` or `failed_retryable`.
+    expect: { states: [record.state], attempt: record.attempt, digest: record.arguments_digest },
     to: 'pending',
     set: {
       attempt: next,
@@ -205,17 +202,28 @@ export interface AttemptOutcome {
 
 const COMMIT_TRIES = 4;
 
+/** States from which an owner's outcome may still land: from `pending` any outcome, from the others a known one. */
+const LATE_OUTCOME_STATES: readonly OperationState[] = [
+  'uncertain',
+  'needs_reconciliation',
+  'failed_retryable',
+];
+
 /**
  * Records the outcome of attempt `n` by its lease owner (SPEC §3 step 6). The condition is
- * `attempt = n AND lease_owner = me AND state IN (…)`: from `pending` any outcome; from `uncertain`,
- * `needs_reconciliation` or `failed_retryable` (a late outcome of the same attempt) only a known one.
- * A write that fails in transit is retried with the same condition and verified by reading back
- * (`outcome_by`). An outcome for a superseded attempt is stored as `late_outcome` and counted.
+ * `attempt = n AND lease_owner = me AND state = s`, where `s` is the state the owner last read: `pending`
+ * (the claim or reservation it made) for any outcome; `uncertain`, `needs_reconciliation` or
+ * `failed_retryable` (a late outcome of the same attempt, after the reconciler or an operator moved the
+ * record) for a known one only. A write that fails in transit is retried with the same condition and
+ * verified by reading back (`outcome_by`). A record that moved to a state a known outcome may still
+ * replace, same attempt and same owner, is committed again against what it is now. An outcome for a
+ * superseded attempt is stored as `late_outcome` and counted.
  *
  * ```
- *  owner ─ UpdateItem IF attempt=n ∧ lease_owner=me ∧ state∈S ─▶ ok: committed
+ *  owner ─ UpdateItem IF attempt=n ∧ lease_owner=me ∧ state=s ─▶ ok: committed
  *            │ transport error ──▶ retry same write (≤4) ──▶ condition failed?
  *            └ condition failed ─▶ read: outcome_by=me ∧ state=ours? committed (lost response)
+ *                                        attempt=n, moved to s' a known outcome replaces? again with s'
  *                                        attempt>n? late_outcome annotation
  * ```
  */
@@ -237,22 +245,24 @@ export async function recordOutcome(
   };
   if (outcome.result !== undefined) set.result = outcome.result;
   if (outcome.error !== undefined) set.error = outcome.error;
-  let remove: (keyof OperationRecord)[] = [];
   if (terminal) {
     Object.assign(set, terminalFields(record, now));
-    remove = [...UNRESOLVED_ATTRIBUTES];
-    if (outcome.state === 'succeeded' && outcome.error === undefined) remove.push('error');
   } else {
     const at = attentionFor(outcome.state, now, deps.config, { attempt: record.attempt });
     Object.assign(set, unresolvedFields(record, deps.config, at));
   }
-  const expect: Expectation = {
-    states: known ? ['pending', 'uncertain', 'needs_reconciliation', 'failed_retryable'] : ['pending'],
-    attempt: record.attempt,
-    leaseOwner: lease.owner,
+  /** What the commit removes from the record it is conditioned on. */
+  const removeFrom = (base: OperationRecord): (keyof OperationRecord)[] => {
+    if (!terminal) return [];
+    const remove: (keyof OperationRecord)[] = [...UNRESOLVED_ATTRIBUTES];
+    // A success leaves no error behind (an uncertain attempt's code would otherwise linger); the base
+    // is exact in `error`, which only a change of state writes.
+    if (outcome.state === 'succeeded' && outcome.error === undefined && base.error !== undefined)
+      remove.push('error');
+    return remove;
   };
-  const transition: TransitionName[] = known ? ['record_outcome', 'record_late_outcome'] : ['record_outcome'];
 
+  let base = record;
   let lastError: unknown;
   for (let i = 0; i < COMMIT_TRIES; i++) {
     let result: WriteResult;
@@ -260,9 +270,15 @@ export async function recordOutcome(
       result = await write(
         deps,
         req,
-        record,
+        base,
         tool,
-        { transition, expect, to: outcome.state, set, remove },
+        {
+          transition: base.state === 'pending' ? 'record_outcome' : 'record_late_outcome',
+          expect: { states: [base.state], attempt: record.attempt, leaseOwner: lease.owner },
+          to: outcome.state,
+          set,
+          remove: removeFrom(base),
+        },
         { code: outcome.outcomeCode, durationMs: outcome.durationMs },
       );
     } catch (error) {
@@ -283,19 +299,30 @@ export async function recordOutcome(
       current.state === outcome.state
     ) {
       // Our earlier write landed and its response was lost: log and count the transition it made.
-      logLine(deps, req, current, record.state, outcome.state, tool, {
+      logLine(deps, req, current, base.state, outcome.state, tool, {
         code: outcome.outcomeCode,
         durationMs: outcome.durationMs,
       });
       if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
       return current;
     }
+    if (
+      known &&
+      current.attempt === record.attempt &&
+      current.lease_owner === lease.owner &&
+      current.state !== base.state &&
+      LATE_OUTCOME_STATES.includes(current.state)
+    ) {
+      // The reconciler or an operator moved the record first; this attempt's known outcome still wins.
+      base = current;
+      continue;
+    }
     if (current.attempt > record.attempt) {
       await recordLateOutcome(deps, req, current, tool, record.attempt, outcome);
     }
     return current;
   }
-  throw lastError;
+  throw lastError ?? new LedgerUnavailableError('the record kept changing while the outcome was committed');
 }
 
 async function recordLateOutcome(

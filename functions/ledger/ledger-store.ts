@@ -32,7 +32,7 @@ export interface ItemKey {
 
 /** What a conditional update expects to find. Every field given becomes part of the condition. */
 export interface Expectation {
-  /** The record's state must be one of these. */
+  /** The state the record was read in: exactly `[record.state]` (see {@link LedgerStore.transition}). */
   states: readonly OperationState[];
   attempt?: number;
   leaseOwner?: string;
@@ -163,28 +163,32 @@ export class LedgerStore {
 
   /**
    * One conditional UpdateItem that performs a named transition on `record`, the record as its caller
-   * read it. The condition names the expected state(s) and, where given, attempt, lease owner, digest,
-   * reservation and attention time. On a failed condition the current record is read and returned: a
-   * write never overwrites what it did not expect.
+   * read it. The condition names the state it was read in (exactly that one) and, where given,
+   * attempt, lease owner, digest, reservation and attention time. On a failed condition the current
+   * record is read and returned: a write never overwrites what it did not expect.
    *
    * On success the new record is `record` with the write applied, built here rather than asked back
    * (`ReturnValues: NONE`: a smaller answer for DynamoDB to build and for the SDK to parse). It is
-   * exact in every attribute a transition governs: the condition held, so state, attempt, lease and
-   * reservation were as read, and every write that changes the state sets or removes the attention
-   * and index attributes itself. What another writer may have changed meanwhile without a state change
-   * is a `late_outcome` annotation (also missing from a terminal record cached before it landed), or
-   * the reconciler's `attention_at`, `requeue_count` and `reconcile_checks` bookkeeping, which no
-   * caller reads from a write's result; a later write conditioned on a stale value fails its condition
-   * and reads the record afresh, it never overwrites.
+   * exact in every attribute a transition governs: the record is still in the state it was read in,
+   * and at one attempt no state comes back, so no transition happened in between; every transition
+   * sets or removes the attention and index attributes itself. What another writer may have changed
+   * meanwhile without a transition is a `late_outcome` annotation (also missing from a terminal
+   * record cached before it landed), or the reconciler's `attention_at`, `requeue_count` and
+   * `reconcile_checks` bookkeeping, which no caller reads from a write's result; a later write
+   * conditioned on a stale value fails its condition and reads the record afresh, it never overwrites.
    *
    * ```
-   *  UpdateItem(SET …, REMOVE …) IF state ∈ S ∧ attempt = n ∧ …
+   *  UpdateItem(SET …, REMOVE …) IF state = s ∧ attempt = n ∧ …
    *    ok ─────────────▶ record ⊕ write (no read-back)
    *    condition failed ▶ current item (from the error, or GetItem) ▶ caller decides
    * ```
    */
   async transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult> {
     const expect = write.expect;
+    if (expect.states.length !== 1 || expect.states[0] !== record.state) {
+      // The new record is built from the one read: the write must be conditioned on its state.
+      throw new Error(`a transition must expect the state it read (${record.state}), not ${expect.states}`);
+    }
     if (write.to !== undefined) assertTransitions(write.transition, expect.states, write.to);
     const next = { ...record } as unknown as Record<string, unknown>;
     const names: Record<string, string> = { '#state': 'state' };
