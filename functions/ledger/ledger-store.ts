@@ -191,15 +191,10 @@ export class LedgerStore {
     }
     if (write.to !== undefined) assertTransitions(write.transition, expect.states, write.to);
     const next = { ...record } as unknown as Record<string, unknown>;
-    const names: Record<string, string> = { '#state': 'state' };
-    const values: Record<string, unknown> = {};
+    const x = new Placeholders();
     let update = '';
-    let n = 0;
     const assign = (attr: string, value: unknown) => {
-      const at = n++;
-      names[`#s${at}`] = attr;
-      values[`:s${at}`] = value;
-      update += `${at === 0 ? 'SET ' : ', '}#s${at} = :s${at}`;
+      update += `${update === '' ? 'SET ' : ', '}${x.name(attr)} = ${x.value(value)}`;
       next[attr] = value;
     };
     for (const attr in write.set) {
@@ -208,71 +203,40 @@ export class LedgerStore {
     }
     if (write.to !== undefined) assign('state', write.to);
     if (write.history) {
-      names['#history'] = 'history';
-      values[':h'] = [write.history];
-      values[':empty'] = [];
-      update += `${n === 0 ? 'SET ' : ', '}#history = list_append(if_not_exists(#history, :empty), :h)`;
+      const history = x.name('history');
+      update +=
+        `${update === '' ? 'SET ' : ', '}${history} = ` +
+        `list_append(if_not_exists(${history}, ${x.value([])}), ${x.value([write.history])})`;
       next.history = [...(record.history ?? []), write.history];
     }
     const remove = write.remove ?? [];
     for (let i = 0; i < remove.length; i++) {
       const attr = remove[i] as string;
-      names[`#r${i}`] = attr;
-      update += `${i === 0 ? ' REMOVE ' : ', '}#r${i}`;
+      update += `${i === 0 ? ' REMOVE ' : ', '}${x.name(attr)}`;
       delete next[attr];
     }
 
     // The state condition alone also requires the item to exist: a missing attribute equals nothing.
-    let condition: string;
-    if (expect.states.length === 1) {
-      values[':from0'] = expect.states[0];
-      condition = '#state = :from0';
-    } else {
-      condition = '#state IN (';
-      for (let i = 0; i < expect.states.length; i++) {
-        values[`:from${i}`] = expect.states[i];
-        condition += `${i === 0 ? '' : ', '}:from${i}`;
-      }
-      condition += ')';
-    }
-    if (expect.attempt !== undefined) {
-      names['#attempt'] = 'attempt';
-      values[':attempt'] = expect.attempt;
-      condition += ' AND #attempt = :attempt';
-    }
-    if (expect.leaseOwner !== undefined) {
-      names['#lease_owner'] = 'lease_owner';
-      values[':lease_owner'] = expect.leaseOwner;
-      condition += ' AND #lease_owner = :lease_owner';
-    }
-    if (expect.digest !== undefined) {
-      names['#digest'] = 'arguments_digest';
-      values[':digest'] = expect.digest;
-      condition += ' AND #digest = :digest';
-    }
+    let condition = `${x.name('state')} = ${x.value(record.state)}`;
+    const equal = (attr: string, value: unknown) => {
+      if (value !== undefined) condition += ` AND ${x.name(attr)} = ${x.value(value)}`;
+    };
+    equal('attempt', expect.attempt);
+    equal('lease_owner', expect.leaseOwner);
+    equal('arguments_digest', expect.digest);
     if (expect.leaseExpiredBefore !== undefined) {
-      names['#lease_expires_at'] = 'lease_expires_at';
-      values[':lease_limit'] = expect.leaseExpiredBefore;
-      condition += ' AND #lease_expires_at < :lease_limit';
+      condition += ` AND ${x.name('lease_expires_at')} < ${x.value(expect.leaseExpiredBefore)}`;
     }
     if (expect.reconcileChecks !== undefined) {
-      names['#checks'] = 'reconcile_checks';
-      values[':checks'] = expect.reconcileChecks;
+      const checks = x.name('reconcile_checks');
+      const value = x.value(expect.reconcileChecks);
       condition +=
         expect.reconcileChecks === 0
-          ? ' AND (attribute_not_exists(#checks) OR #checks = :checks)'
-          : ' AND #checks = :checks';
+          ? ` AND (attribute_not_exists(${checks}) OR ${checks} = ${value})`
+          : ` AND ${checks} = ${value}`;
     }
-    if (expect.attentionAt !== undefined) {
-      names['#attention_at'] = 'attention_at';
-      values[':attention_at'] = expect.attentionAt;
-      condition += ' AND #attention_at = :attention_at';
-    }
-    if (expect.reservationId !== undefined) {
-      names['#reservation_id'] = 'reservation_id';
-      values[':reservation_id'] = expect.reservationId;
-      condition += ' AND #reservation_id = :reservation_id';
-    }
+    equal('attention_at', expect.attentionAt);
+    equal('reservation_id', expect.reservationId);
 
     const key = { pk: record.pk, sk: record.sk };
     try {
@@ -283,8 +247,8 @@ export class LedgerStore {
             Key: toAttributes(key),
             UpdateExpression: update,
             ConditionExpression: condition,
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: toAttributes(values),
+            ExpressionAttributeNames: x.names,
+            ExpressionAttributeValues: toAttributes(x.values),
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
@@ -502,6 +466,43 @@ export class LedgerStore {
       const item = found.get(`${String(e.pk)}\u0000${String(e.sk)}`);
       return item ? [item] : [];
     });
+  }
+}
+
+/**
+ * The placeholders of one request's expressions. An attribute name gets one `#n…` however often it is
+ * used, and an equal string, number or boolean one `:v…` (a commit's outcome code and state, its lease
+ * owner and `outcome_by`, its two timestamps): a shorter request for the SDK to serialize and for
+ * DynamoDB to validate. Names always go through placeholders, so no attribute can clash with a
+ * reserved word.
+ */
+class Placeholders {
+  readonly names: Record<string, string> = {};
+  readonly values: Record<string, unknown> = {};
+  private readonly byName = new Map<string, string>();
+  private readonly byValue = new Map<unknown, string>();
+
+  /** The placeholder of an attribute name. */
+  name(attr: string): string {
+    let ref = this.byName.get(attr);
+    if (ref === undefined) {
+      ref = `#n${this.byName.size}`;
+      this.byName.set(attr, ref);
+      this.names[ref] = attr;
+    }
+    return ref;
+  }
+
+  /** The placeholder of a value; lists and maps always get their own. */
+  value(value: unknown): string {
+    const scalar = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+    let ref = scalar ? this.byValue.get(value) : undefined;
+    if (ref === undefined) {
+      ref = `:v${Object.keys(this.values).length}`;
+      this.values[ref] = value;
+      if (scalar) this.byValue.set(value, ref);
+    }
+    return ref;
   }
 }
 
