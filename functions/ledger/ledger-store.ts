@@ -116,7 +116,7 @@ export class LedgerStore {
         new GetItemCommand({ TableName: this.tableName, Key: toAttributes(key), ConsistentRead: true }),
       ),
     );
-    return out.Item ? fromAttributes<OperationRecord>(out.Item) : undefined;
+    return out.Item ? fromItem(out.Item) : undefined;
   }
 
   /**
@@ -144,7 +144,7 @@ export class LedgerStore {
         this.client.send(
           new PutItemCommand({
             TableName: this.tableName,
-            Item: toAttributes(item),
+            Item: toItem(item),
             ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
             ExpressionAttributeValues: { ':now': { N: String(nowSeconds) } },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -154,9 +154,7 @@ export class LedgerStore {
       return { created: true };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const old = error.Item
-        ? fromAttributes<OperationRecord>(error.Item)
-        : await this.get({ pk: item.pk, sk: item.sk });
+      const old = error.Item ? fromItem(error.Item) : await this.get({ pk: item.pk, sk: item.sk });
       return { created: false, existing: old };
     }
   }
@@ -206,7 +204,7 @@ export class LedgerStore {
       const history = x.name('history');
       update +=
         `${update === '' ? 'SET ' : ', '}${history} = ` +
-        `list_append(if_not_exists(${history}, ${x.value([])}), ${x.value([write.history])})`;
+        `list_append(if_not_exists(${history}, ${x.value([])}), ${x.value([JSON.stringify(write.history)])})`;
       next.history = [...(record.history ?? []), write.history];
     }
     const remove = write.remove ?? [];
@@ -256,7 +254,7 @@ export class LedgerStore {
       return { ok: true, record: next as unknown as OperationRecord };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item ? fromAttributes<OperationRecord>(error.Item) : await this.get(key);
+      const current = error.Item ? fromItem(error.Item) : await this.get(key);
       return { ok: false, current };
     }
   }
@@ -456,7 +454,7 @@ export class LedgerStore {
           ),
         );
         for (const raw of out.Responses?.[this.tableName] ?? []) {
-          const item = fromAttributes<OperationRecord>(raw);
+          const item = fromItem(raw);
           found.set(`${item.pk}\u0000${item.sk}`, item);
         }
         keys = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
@@ -523,6 +521,28 @@ function toAttributes(value: object): Record<string, AttributeValue> {
 /** A plain object from DynamoDB's attribute values (numbers as JavaScript numbers). */
 function fromAttributes<T>(item: Record<string, AttributeValue>): T {
   return unmarshall(item) as T;
+}
+
+/**
+ * The item of a record. Each history entry is stored as its JSON text, an element of a list of
+ * strings: a map per entry costs every write (the SDK's serializer and DynamoDB's validation walk it
+ * attribute by attribute) for a field the ledger only ever appends to and shows.
+ */
+function toItem(record: OperationRecord): Record<string, AttributeValue> {
+  if (record.history === undefined) return toAttributes(record);
+  return toAttributes({ ...record, history: record.history.map((entry) => JSON.stringify(entry)) });
+}
+
+/** The record of an item; history entries written as maps (before they were stored as text) read as they are. */
+function fromItem(item: Record<string, AttributeValue>): OperationRecord {
+  const record = unmarshall(item) as OperationRecord;
+  const history = record.history as unknown[] | undefined;
+  if (history !== undefined) {
+    record.history = history.map((entry) =>
+      typeof entry === 'string' ? (JSON.parse(entry) as HistoryEntry) : (entry as HistoryEntry),
+    );
+  }
+  return record;
 }
 
 /**
