@@ -5,6 +5,7 @@ import { isTerminal, type OperationState, type TransitionName } from '../domain/
 import type { AnyTool } from '../domain/tool';
 import { operationKey } from '../ledger/keys';
 import type { Expectation, TransitionWrite, WriteResult } from '../ledger/ledger-store';
+import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { PreparedCall } from './prepare-call';
 import {
@@ -75,42 +76,40 @@ export async function reserve(
   const nowIso = new Date(req.now).toISOString();
   const approvalDeadline =
     state === 'awaiting_approval' ? req.now + deps.config.approvalTtlSeconds * 1000 : undefined;
-  const base: OperationRecord = {
-    ...key,
+  const attempt = state === 'pending' ? 1 : 0;
+  // One literal, the index attributes assigned after: the item is built once per reservation.
+  const item: OperationRecord = {
+    pk: key.pk,
+    sk: key.sk,
     tenant: caller.tenant,
     operation_id: call.operationId,
     tool: call.tool.name,
     arguments: call.canonicalArguments,
     arguments_digest: call.digest,
     state,
-    attempt: state === 'pending' ? 1 : 0,
+    attempt,
     max_attempts: call.tool.maxAttempts ?? 3,
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
     reservation_id: randomUUID(),
     created_at: nowIso,
     updated_at: nowIso,
-    history: [
-      { at: nowIso, from: null, to: state, attempt: state === 'pending' ? 1 : 0, by: caller.principal },
-    ],
+    history: [{ at: nowIso, from: null, to: state, attempt, by: caller.principal }],
   };
-  if (caller.agentRunId !== undefined) base.agent_run_id = caller.agentRunId;
+  if (caller.agentRunId !== undefined) item.agent_run_id = caller.agentRunId;
   if (lease) {
-    base.lease_owner = lease.owner;
-    base.lease_expires_at = lease.expiresAt;
+    item.lease_owner = lease.owner;
+    item.lease_expires_at = lease.expiresAt;
   }
-  if (approvalDeadline !== undefined) base.approval_deadline = approvalDeadline;
-  const item: OperationRecord = {
-    ...base,
-    ...unresolvedFields(
-      base,
+  if (approvalDeadline !== undefined) item.approval_deadline = approvalDeadline;
+  Object.assign(
+    item,
+    unresolvedFields(
+      item,
       deps.config,
-      attentionFor(state, req.now, deps.config, {
-        leaseExpiresAt: lease?.expiresAt,
-        approvalDeadline,
-      }),
+      attentionFor(state, req.now, deps.config, { leaseExpiresAt: lease?.expiresAt, approvalDeadline }),
     ),
-  };
+  );
   const nowSeconds = Math.floor(req.now / 1000);
   for (let i = 0; i < MAX_RESERVE_TRIES; i++) {
     const result = await deps.store.reserve(item, nowSeconds);
@@ -341,14 +340,16 @@ async function recordLateOutcome(
   };
   await deps.store.annotateLateOutcome({ pk: current.pk, sk: current.sk }, attempt, late);
   deps.metrics.count('LateOutcomes', tool.name);
-  deps.log({
-    ...lineBase(current, tool, req),
-    attempt_number: attempt,
-    state_before: current.state,
-    state_after: current.state,
-    outcome_code: `late_outcome:${outcome.state}`,
-    duration_ms: outcome.durationMs,
-  });
+  deps.log(
+    line(current, tool, req, {
+      attempt,
+      before: current.state,
+      after: current.state,
+      replayed: false,
+      code: `late_outcome:${outcome.state}`,
+      durationMs: outcome.durationMs,
+    }),
+  );
 }
 
 /** `pending → uncertain` by the reconciler once the lease has expired. The lease owner is kept, so a late commit of the same attempt still lands. */
@@ -487,15 +488,33 @@ async function write(
   return result;
 }
 
-function lineBase(record: OperationRecord, tool: AnyTool | undefined, req: RequestContext) {
+/** One transition line, built in one literal in the order of SPEC §9's fields. */
+function line(
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  req: RequestContext,
+  fields: {
+    attempt: number;
+    before: OperationState | null;
+    after: OperationState;
+    replayed: boolean;
+    code: string | null;
+    durationMs: number;
+  },
+): TransitionLogLine {
   return {
     event_time: new Date().toISOString(),
     agent_run_id: record.agent_run_id ?? null,
     operation_id: record.operation_id,
     tool_name: record.tool,
     arguments_digest: record.arguments_digest,
-    replayed: false,
+    attempt_number: fields.attempt,
+    state_before: fields.before,
+    state_after: fields.after,
+    replayed: fields.replayed,
     target_class: targetClass(tool, record.tool),
+    outcome_code: fields.code,
+    duration_ms: fields.durationMs,
     request_id: req.requestId,
   };
 }
@@ -509,14 +528,16 @@ function logLine(
   tool: AnyTool | undefined,
   extra: { code: string | null; durationMs?: number | undefined },
 ): void {
-  deps.log({
-    ...lineBase(record, tool, req),
-    attempt_number: record.attempt,
-    state_before: before,
-    state_after: after,
-    outcome_code: extra.code,
-    duration_ms: extra.durationMs ?? Math.max(0, deps.clock() - req.now),
-  });
+  deps.log(
+    line(record, tool, req, {
+      attempt: record.attempt,
+      before,
+      after,
+      replayed: false,
+      code: extra.code,
+      durationMs: extra.durationMs ?? Math.max(0, deps.clock() - req.now),
+    }),
+  );
 }
 
 /**
@@ -531,15 +552,16 @@ export function logObservation(
   code: string,
   replayed: boolean,
 ): void {
-  deps.log({
-    ...lineBase(record, tool, req),
-    replayed,
-    attempt_number: record.attempt,
-    state_before: record.state,
-    state_after: record.state,
-    outcome_code: code,
-    duration_ms: Math.max(0, deps.clock() - req.now),
-  });
+  deps.log(
+    line(record, tool, req, {
+      attempt: record.attempt,
+      before: record.state,
+      after: record.state,
+      replayed,
+      code,
+      durationMs: Math.max(0, deps.clock() - req.now),
+    }),
+  );
 }
 
 /** The coarse target label of a tool for logs. */
