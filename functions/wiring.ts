@@ -12,6 +12,14 @@ import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/re
 /** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
 export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } as const;
 
+/**
+ * What every SDK client of the handlers is built with: the per-request limits, and the middleware
+ * stack resolved once per command class instead of for every request (`cacheMiddleware`). The
+ * handlers never add middleware to a client once it has sent, which is the one thing the cache does
+ * not see; resolving the stack was a tenth of a local first execution's client time in profiles.
+ */
+export const SDK_CLIENT_SETTINGS = { requestHandler: SDK_TIMEOUTS, cacheMiddleware: true } as const;
+
 /** What a handler process holds for its lifetime: built once per cold start. */
 export interface Runtime {
   deps: LedgerDeps;
@@ -60,14 +68,14 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     maxAttempts: 4,
     // A request that hangs is retried well inside the sync budget (a lost response is recognised by
     // who wrote the record), instead of waiting for the socket's own timeout.
-    requestHandler: SDK_TIMEOUTS,
+    ...SDK_CLIENT_SETTINGS,
   });
   const queue = config.queueUrl
     ? new SqsWorkQueue(
         new SQSClient({
           ...localCredentials,
           ...(env.TOOL_LEDGER_SQS_ENDPOINT ? { endpoint: env.TOOL_LEDGER_SQS_ENDPOINT } : {}),
-          requestHandler: SDK_TIMEOUTS,
+          ...SDK_CLIENT_SETTINGS,
         }),
         config.queueUrl,
       )

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { ensureLedgerTable, ledgerTableDefinition } from '../../functions/ledger/table';
+import { SDK_CLIENT_SETTINGS } from '../../functions/wiring';
 import { benchReadTool, benchWriteTool, EffectLog } from './bench-tools';
 import { CallCounter } from './call-counter';
 import { capacityMarkdown, capacityTable } from './capacity';
@@ -19,6 +20,7 @@ import {
   concurrentDuplicates,
   conflict,
   firstExecution,
+  firstExecutionSameClientSettings,
   firstExecutionWithoutIndexes,
   readColdReplay,
   readFirst,
@@ -40,8 +42,12 @@ export async function runBench(): Promise<void> {
 
   const db = await startBenchDynalite();
   try {
-    const tlClient = db.newClient();
+    // Each side's client as each product builds its own: tool-ledger's as its handlers do
+    // (functions/wiring.ts), Powertools' with the SDK's defaults, as its persistence layer does.
+    const tlClient = db.newClient({ settings: SDK_CLIENT_SETTINGS });
     const ptClient = db.newClient();
+    // The same Powertools with tool-ledger's client settings, for the diagnosis row.
+    const ptSameSettingsClient = db.newClient({ settings: SDK_CLIENT_SETTINGS });
     const tlTable = 'bench-ledger';
     const ptTable = 'bench-powertools';
     await ensureLedgerTable(tlClient, tlTable);
@@ -69,9 +75,11 @@ export async function runBench(): Promise<void> {
       pt: {
         client: ptClient,
         counter: new CallCounter(ptClient, ['id']),
+        counterSameSettings: new CallCounter(ptSameSettingsClient, ['id']),
         table: ptTable,
         effects: ptEffects,
         cold: powertoolsHandler({ client: ptClient, tableName: ptTable, work }),
+        coldSameSettings: powertoolsHandler({ client: ptSameSettingsClient, tableName: ptTable, work }),
         warm: powertoolsHandler({ client: ptClient, tableName: ptTable, work, useLocalCache: true }),
       },
       iterations: (base) => Math.max(2, Math.round(base * scale)),
@@ -81,6 +89,7 @@ export async function runBench(): Promise<void> {
     const scenarios: [string, (e: BenchEnv) => Promise<ScenarioResult>][] = [
       ['first', firstExecution],
       ['first-noindex', firstExecutionWithoutIndexes],
+      ['first-settings', firstExecutionSameClientSettings],
       ['replay', coldReplay],
       ['warm', warmReplay],
       ['conflict', conflict],
@@ -139,7 +148,10 @@ export async function runBench(): Promise<void> {
       'Both sides run in alternation on the same dynalite and the same operation IDs; tool-ledger is',
       '`submitOperation` on a `LedgerStore` with a trivial in-memory tool (transition logs and metrics',
       'silenced: Powertools emits neither), Powertools is `makeIdempotent` with `DynamoDBPersistenceLayer`,',
-      '`eventKeyJmesPath: operation_id` and `payloadValidationJmesPath: arguments`. Calls are every request',
+      '`eventKeyJmesPath: operation_id` and `payloadValidationJmesPath: arguments`. Each side has the DynamoDB',
+      'client its product builds: tool-ledger the settings of its handlers (functions/wiring.ts: the SDK',
+      'resolves the middleware stack once per command, `cacheMiddleware`), Powertools the SDK defaults, as',
+      'its persistence layer builds its own client; a diagnosis row gives both the same. Calls are every request',
       'sent (SDK retries included), per operation. "AWS" subtracts the GetItems that only fetch the item of a',
       'failed conditional write: dynalite ignores `ReturnValuesOnConditionCheckFailure`, AWS returns the item.',
       'The ratio is the median of per-iteration ratios (the two sides of an iteration run back to back).',
@@ -152,9 +164,10 @@ export async function runBench(): Promise<void> {
       '',
       'Median time inside DynamoDB requests (from sending to the parsed response: the loopback, dynalite,',
       'which shares the process, and response parsing) and the rest (the engine or Powertools, request',
-      'marshalling, serialization and signing, the tool). The diagnosis row runs the same',
-      'engine on a copy of the ledger table without its two GSIs: dynalite updates indexes inside the',
-      'write, DynamoDB propagates them asynchronously, outside the write latency.',
+      'marshalling, serialization and signing, the tool). The diagnosis rows run the same engine on a',
+      'copy of the ledger table without its two GSIs (dynalite updates indexes inside the write, DynamoDB',
+      'propagates them asynchronously, outside the write latency), and Powertools on a client with',
+      'tool-ledger’s client settings.',
       '',
       breakdownTable(rows),
       '',
