@@ -3,6 +3,13 @@
  * mode read the same variables; the CDK construct sets them from its props.
  */
 
+/**
+ * Executors that run at once by default: the construct's `executorMaxConcurrency` (and the reserved
+ * concurrency it gives the executor), and the executor loops of local mode
+ * (`TOOL_LEDGER_EXECUTOR_CONCURRENCY`).
+ */
+export const DEFAULT_EXECUTOR_CONCURRENCY = 10;
+
 /** Everything the engine needs to know about its deployment. */
 export interface LedgerConfig {
   /** DynamoDB table name. */

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { loadConfig } from '../config';
+import { DEFAULT_EXECUTOR_CONCURRENCY, loadConfig } from '../config';
 import { ROLES } from '../http/auth';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
 import { TENANT_PATTERN } from '../ledger/keys';
@@ -52,6 +52,11 @@ export interface LocalSettings {
   webhookAllow: string;
   /** Reconciler interval, ms. */
   reconcileEveryMs: number;
+  /**
+   * Executor invocations at once: one polling loop each, every one taking batches of up to 10 (the
+   * construct's default reserved concurrency for the executor).
+   */
+  executorConcurrency: number;
   /** Port of dynalite on 127.0.0.1; 0 picks a free one. */
   dynamoPort: number;
   /** Port of fauxqs on 127.0.0.1; 0 picks a free one. */
@@ -85,6 +90,9 @@ const ENGINE_INTEGERS: readonly (readonly [name: string, min: number])[] = [
   ['TOOL_LEDGER_MAX_RECONCILE_CHECKS', 0],
   ['TOOL_LEDGER_COMMIT_RESERVE_MS', 0],
 ];
+
+/** Most executor loops local mode runs: each holds a long poll open on the local queue. */
+const MAX_EXECUTOR_CONCURRENCY = 100;
 
 /** The roles a token may carry. */
 const ROLE_NAMES: ReadonlySet<string> = new Set(ROLES);
@@ -128,6 +136,12 @@ export function loadLocalSettings(
   if (reconcileEveryMs < 10) {
     throw new LocalSettingsError(`TOOL_LEDGER_RECONCILE_EVERY_MS=${reconcileEveryMs}: must be at least 10`);
   }
+  const executorConcurrency = integer(env, 'TOOL_LEDGER_EXECUTOR_CONCURRENCY', DEFAULT_EXECUTOR_CONCURRENCY);
+  if (executorConcurrency < 1 || executorConcurrency > MAX_EXECUTOR_CONCURRENCY) {
+    throw new LocalSettingsError(
+      `TOOL_LEDGER_EXECUTOR_CONCURRENCY=${executorConcurrency}: must be from 1 to ${MAX_EXECUTOR_CONCURRENCY}`,
+    );
+  }
   // The handlers read the same variables at their cold start: whatever they would refuse, refuse now.
   try {
     loadConfig(env);
@@ -146,6 +160,7 @@ export function loadLocalSettings(
     tenants: [...new Set(tokens.map((t) => t.tenant))],
     webhookAllow: nonEmpty(env.TOOL_LEDGER_WEBHOOK_ALLOW) ?? DEFAULT_WEBHOOK_ALLOW,
     reconcileEveryMs,
+    executorConcurrency,
     dynamoPort: port(env, 'TOOL_LEDGER_DYNAMODB_PORT', 0),
     sqsPort: port(env, 'TOOL_LEDGER_SQS_PORT', 0),
     tableName: nonEmpty(env.TOOL_LEDGER_TABLE_NAME) ?? 'tool-ledger',

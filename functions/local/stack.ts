@@ -155,19 +155,25 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
     // Before the first invocation builds the runtime: webhook.post must never reach the API itself.
     process.env.TOOL_LEDGER_RESERVED_ENDPOINTS = `http://127.0.0.1:${port}`;
     started.push({ stop: () => http.close(0) });
-    const executorLoop = new ExecutorLoop({
-      client: sqs.client,
-      queueUrl: queues.queueUrl,
-      queueArn: queues.queueArn,
-      handler: executor.handler,
-      fn: EXECUTOR_FUNCTION,
-    });
+    // One loop per concurrent executor invocation, as the event source keeps that many running: a
+    // slow tool holds up its own batch, not every queued call.
+    const executorLoops = Array.from(
+      { length: settings.executorConcurrency },
+      () =>
+        new ExecutorLoop({
+          client: sqs.client,
+          queueUrl: queues.queueUrl,
+          queueArn: queues.queueArn,
+          handler: executor.handler,
+          fn: EXECUTOR_FUNCTION,
+        }),
+    );
     const reconcilerLoop = new ReconcilerLoop(
       reconciler.handler,
       reconcilerFunction(settings.reconcileEveryMs),
       settings.reconcileEveryMs,
     );
-    executorLoop.start();
+    for (const loop of executorLoops) loop.start();
     reconcilerLoop.start();
     return {
       apiUrl: `http://127.0.0.1:${port}`,
@@ -181,7 +187,7 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
         // still up); the emulators go last.
         const results = await Promise.all([
           http.close(graceMs),
-          executorLoop.stop(graceMs),
+          ...executorLoops.map((loop) => loop.stop(graceMs)),
           reconcilerLoop.stop(graceMs),
         ]);
         await sqs.stop();
