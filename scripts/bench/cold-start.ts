@@ -23,11 +23,14 @@ const OUT_DIR = path.join(ROOT, 'node_modules', '.cache', 'tool-ledger-bench');
 const REQUIRE_BANNER =
   "import{createRequire as __toolLedgerRequire}from'node:module';const require=__toolLedgerRequire(import.meta.url);";
 
+/** Name of the baseline's bundle: the executor's import time is compared with its. */
+export const BASELINE_BUNDLE = 'Powertools idempotency handler';
+
 const ENTRIES: readonly { name: string; entry: string; timeImport: boolean }[] = [
   { name: 'api', entry: 'functions/handlers/api.ts', timeImport: false },
   { name: 'executor', entry: 'functions/handlers/executor.ts', timeImport: true },
   { name: 'reconciler', entry: 'functions/handlers/reconciler.ts', timeImport: false },
-  { name: 'Powertools idempotency handler', entry: 'scripts/bench/powertools-handler.ts', timeImport: true },
+  { name: BASELINE_BUNDLE, entry: 'scripts/bench/powertools-handler.ts', timeImport: true },
 ];
 
 /**

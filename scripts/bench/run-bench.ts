@@ -11,9 +11,16 @@ import { coldStart } from './cold-start';
 import { crashThenRetry } from './crash-scenario';
 import { startBenchDynalite } from './dynalite-server';
 import { benchLedger } from './ledger-side';
+import { type LocalThroughput, localThroughput } from './local-throughput';
 import { createPowertoolsTable, powertoolsHandler } from './powertools-baseline';
 import { reconcilerCost } from './reconciler-cost';
-import { breakdownTable, coldStartTable, reconcilerTable, scenarioTable } from './report';
+import {
+  breakdownTable,
+  coldStartTable,
+  localThroughputTable,
+  reconcilerTable,
+  scenarioTable,
+} from './report';
 import {
   type BenchEnv,
   coldReplay,
@@ -30,6 +37,10 @@ import {
 } from './scenarios';
 
 const SPAWNS = 10;
+/** Operations per side of the local-mode throughput row (scaled by BENCH_SCALE, at least 200). */
+const LOCAL_OPERATIONS = 2_000;
+/** Concurrent clients of the local-mode throughput row. */
+const LOCAL_CLIENTS = 16;
 
 /** Runs every part of the benchmark, prints the tables and writes them as markdown. */
 export async function runBench(): Promise<void> {
@@ -130,6 +141,16 @@ export async function runBench(): Promise<void> {
       progress(`capacity: ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
 
+    let local: LocalThroughput | undefined;
+    if (!only || only.includes('local')) {
+      const t = performance.now();
+      local = await localThroughput({
+        operations: Math.max(200, Math.round(LOCAL_OPERATIONS * scale)),
+        concurrency: LOCAL_CLIENTS,
+      });
+      progress(`local mode throughput: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+
     let bundles: Awaited<ReturnType<typeof coldStart>> = [];
     if (!only || only.includes('cold-start')) {
       const t = performance.now();
@@ -178,6 +199,17 @@ export async function runBench(): Promise<void> {
       '',
       reconcilerTable(costs, skipped),
       '',
+      '### Local mode throughput',
+      '',
+      `Local mode (\`npm start\`, a child process on a fresh data folder, its default logging) under`,
+      `${LOCAL_CLIENTS} clients, each \`POST /v1/operations\` a new operation of the benchmark's trivial`,
+      'write tool run synchronously (201), end to end over HTTP; against a bare AWS SDK client doing one',
+      "conditional PutItem and one conditional UpdateItem per operation on local mode's own dynalite (same",
+      'process, same LevelDB folder, same table), at the same concurrency. The two sides alternate in four',
+      'rounds; operations per second are over the measured rounds, after a warm-up of each.',
+      '',
+      localThroughputTable(local),
+      '',
       '### Capacity per operation',
       '',
       'Mean capacity units per operation over 20 operations, measured in the same run for both sides.',
@@ -211,7 +243,7 @@ export async function runBench(): Promise<void> {
     }));
     writeFileSync(
       outFile.replace(/\.md$/, '.json'),
-      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles }),
+      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles, local }),
     );
     progress(`written to ${path.relative(process.cwd(), outFile)}`);
   } finally {
