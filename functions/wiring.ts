@@ -1,5 +1,4 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from './config';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { QUEUE_SENDERS_VARIABLE, SenderBinding } from './engine/sender-binding';
@@ -71,14 +70,15 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     ...SDK_CLIENT_SETTINGS,
   });
   const queue = config.queueUrl
-    ? new SqsWorkQueue(
-        new SQSClient({
+    ? new SqsWorkQueue(async () => {
+        // Loaded at the first send: most invocations never use the queue (sqs-work-queue.ts).
+        const { SQSClient } = await import('@aws-sdk/client-sqs');
+        return new SQSClient({
           ...localCredentials,
           ...(env.TOOL_LEDGER_SQS_ENDPOINT ? { endpoint: env.TOOL_LEDGER_SQS_ENDPOINT } : {}),
           ...SDK_CLIENT_SETTINGS,
-        }),
-        config.queueUrl,
-      )
+        });
+      }, config.queueUrl)
     : noWorkQueue;
   const toolEnv: ToolEnvironment = {
     workspaceRoot: env.TOOL_LEDGER_WORKSPACE_DIR ?? '/tmp/workspace',
