@@ -1,10 +1,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+// The MCP gateway, or its stand-in in bundles of deployments without upstreams (functions/mcp/no-upstreams.ts).
+import { withUpstreams } from '#tool-ledger/upstreams';
 import { loadConfig } from './config';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { QUEUE_SENDERS_VARIABLE, SenderBinding } from './engine/sender-binding';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
-import { withUpstreams } from './mcp/gateway';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
 

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { DEFAULT_TOOLS_MODULE, esbuildOptions } from '../../lib/bundling';
 import { median } from './stats';
 
 /** Size and import time of one bundle. */
@@ -19,9 +20,6 @@ export interface BundleFigure {
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 /** Inside node_modules, so the external `@aws-sdk/*` imports resolve as they do on Lambda. */
 const OUT_DIR = path.join(ROOT, 'node_modules', '.cache', 'tool-ledger-bench');
-/** The same shim lib/bundling.ts adds: ESM bundles have no `require` for CommonJS dependencies. */
-const REQUIRE_BANNER =
-  "import{createRequire as __toolLedgerRequire}from'node:module';const require=__toolLedgerRequire(import.meta.url);";
 
 /** Name of the baseline's bundle: the executor's import time is compared with its. */
 export const BASELINE_BUNDLE = 'Powertools idempotency handler';
@@ -51,18 +49,10 @@ export async function coldStart(spawns: number): Promise<BundleFigure[]> {
     }
     const outfile = path.join(OUT_DIR, `${name.replace(/\W+/g, '-')}.mjs`);
     try {
+      // The construct's defaults: the shipped tools, no MCP upstreams.
       await build({
-        entryPoints: [absolute],
+        ...esbuildOptions(absolute, { toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false }),
         outfile,
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node22',
-        minify: true,
-        external: ['@aws-sdk/*'],
-        mainFields: ['module', 'main'],
-        banner: { js: REQUIRE_BANNER },
-        alias: { '#tool-ledger/tools': path.join(ROOT, 'functions', 'tools', 'builtin.ts') },
         logLevel: 'silent',
       });
       figures.push({ name, entry, bytes: statSync(outfile).size });
