@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 
 /**
@@ -64,12 +64,15 @@ function pathProblem(raw: string): string | undefined {
  * workspacePathSchema.safeParse('../etc/passwd').success; // false
  * ```
  */
-export const workspacePathSchema = z
-  .string()
-  .min(1)
-  .max(MAX_PATH_CHARS)
-  .describe('File path relative to the workspace root, with / separators; no .., no absolute paths.')
-  .transform((raw, ctx) => {
+export const workspacePathSchema = z.pipe(
+  z
+    .string()
+    .check(
+      z.minLength(1),
+      z.maxLength(MAX_PATH_CHARS),
+      z.describe('File path relative to the workspace root, with / separators; no .., no absolute paths.'),
+    ),
+  z.transform((raw: string, ctx) => {
     const problem = pathProblem(raw);
     if (problem !== undefined) {
       ctx.issues.push({ code: 'custom', message: `path ${problem}`, input: raw });
@@ -79,7 +82,8 @@ export const workspacePathSchema = z
       .split('/')
       .filter((segment) => segment !== '' && segment !== '.')
       .join('/');
-  });
+  }),
+);
 
 /** Longest tenant name kept readable in its folder name; longer ones are hashed. */
 const MAX_READABLE_TENANT_CHARS = 100;
