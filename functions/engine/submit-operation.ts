@@ -7,7 +7,6 @@ import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { notAfterFor } from './not-after';
 import { type PreparedCall, prepareCall } from './prepare-call';
-import { submitReadOperation } from './read-tool-path';
 import { backoffMs } from './record-fields';
 import { runAttempt } from './run-attempt';
 import {
@@ -72,7 +71,12 @@ export async function submitOperation(
   const call = prepareCall(deps.tools, request.operationId, request.tool, request.arguments);
   const caller: Caller = { tenant: request.tenant, principal: request.principal };
   if (request.agentRunId !== undefined) caller.agentRunId = request.agentRunId;
-  if (call.tool.effect === 'read') return submitReadOperation(deps, req, call, caller);
+  if (call.tool.effect === 'read') {
+    // Powertools idempotency and its JMESPath engine are loaded by the first read: deployments whose
+    // tools all write never load them.
+    const { submitReadOperation } = await import('./read-tool-path');
+    return submitReadOperation(deps, req, call, caller);
+  }
   const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);
   if (cached) return existingRecord(deps, req, call, cached, request.mode);
 

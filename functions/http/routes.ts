@@ -14,7 +14,6 @@ import { getOperation, listUnresolved } from '../engine/read-operations';
 import { reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { type SubmitResult, submitOperation } from '../engine/submit-operation';
-import { handleMcp } from '../mcp/mcp-route';
 import { logger } from '../observability/logger';
 import type { ToolDescription } from '../tools/registry';
 import type { Identity, Role } from './auth';
@@ -90,8 +89,17 @@ export const ROUTES: readonly Route[] = [
   },
   { name: 'GET /v1/tools', method: 'GET', pattern: '/v1/tools', roles: ANY_ROLE, handle: tools },
   // The MCP front door: any role may list tools; tools/call itself checks for `agent`.
-  { name: 'POST /mcp', method: 'POST', pattern: '/mcp', roles: ANY_ROLE, handle: handleMcp },
+  { name: 'POST /mcp', method: 'POST', pattern: '/mcp', roles: ANY_ROLE, handle: mcp },
 ];
+
+/**
+ * `POST /mcp`: the MCP front door. The MCP SDK's server is loaded by the first call to this route, so
+ * that the API's other routes (and its cold start) never pay for it.
+ */
+async function mcp(context: RouteContext): Promise<ApiResponse> {
+  const { handleMcp } = await import('../mcp/mcp-route');
+  return handleMcp(context);
+}
 
 /** `POST /v1/operations`: run (or replay, or report) one tool call. */
 async function submit({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
