@@ -1,4 +1,5 @@
 import { bearerToken, type RequestSigner } from '../client/signer';
+import { SETTINGS } from '../functions/contract/environment';
 import { UsageError } from './usage-error';
 
 /** Where the local stack listens by default (SPEC §10: `PORT` 3000 on 127.0.0.1). */
@@ -37,7 +38,7 @@ const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$
  * ```
  */
 export function resolveConnection(options: ConnectionOptions, env: NodeJS.ProcessEnv): Connection {
-  const raw = options.endpoint ?? nonEmpty(env.TOOL_LEDGER_ENDPOINT) ?? DEFAULT_ENDPOINT;
+  const raw = options.endpoint ?? nonEmpty(env[SETTINGS.endpoint.name]) ?? DEFAULT_ENDPOINT;
   let endpoint: URL;
   try {
     endpoint = new URL(raw);
@@ -65,7 +66,7 @@ export function resolveConnection(options: ConnectionOptions, env: NodeJS.Proces
     return { endpoint, auth: { kind: 'sigv4', region } };
   }
   if (options.region !== undefined) throw new UsageError('--region only applies with --sigv4');
-  const token = options.token ?? nonEmpty(env.TOOL_LEDGER_TOKEN);
+  const token = options.token ?? nonEmpty(env[SETTINGS.token.name]);
   if (token === undefined) return { endpoint, auth: { kind: 'none' } };
   if (token === '' || /\s/.test(token))
     throw new UsageError('--token must be a non-empty token without spaces');

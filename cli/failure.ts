@@ -5,6 +5,7 @@ import {
   ToolLedgerError,
   ToolLedgerRequestError,
 } from '../client/errors';
+import { SETTINGS } from '../functions/contract/environment';
 import { Declined } from './command';
 import { clean } from './format';
 import { transportReason } from './operator-api';
@@ -78,7 +79,7 @@ export function describeFailure(error: unknown, endpoint?: URL): Failure {
       text:
         `tool-ledger: ${error.code}: no final answer${endpoint ? ` from ${endpoint.origin}` : ''} after ` +
         `${error.attempts} attempt(s) (${last}${reason})\n` +
-        '  is the endpoint right (--endpoint, TOOL_LEDGER_ENDPOINT) and the API up (npm start)?\n',
+        `  is the endpoint right (--endpoint, ${SETTINGS.endpoint.name}) and the API up (npm start)?\n`,
       json: { error: { code: error.code, attempts: error.attempts, last_status: error.lastStatus ?? null } },
     };
   }
@@ -104,7 +105,7 @@ export function describeFailure(error: unknown, endpoint?: URL): Failure {
 function problemHints(problem: Problem): string[] {
   switch (problem.code) {
     case 'unauthenticated':
-      return ['  pass --token (or set TOOL_LEDGER_TOKEN) for local mode, or --sigv4 on AWS'];
+      return [`  pass --token (or set ${SETTINGS.token.name}) for local mode, or --sigv4 on AWS`];
     case 'not_found':
       return ['  your tenant has no operation with that ID (another tenant’s operations are never visible)'];
     case 'state_changed': {

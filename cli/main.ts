@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { SETTINGS } from '../functions/contract/environment';
 import { type Command, flag, type OptionsConfig, type OptionValues, outputOf, stringOption } from './command';
 import { consoleCommand } from './commands/console';
 import { approveCommand, rejectCommand } from './commands/decide';
@@ -40,8 +41,8 @@ const GLOBAL_OPTIONS: OptionsConfig = {
 
 const GLOBAL_HELP =
   'Global options:\n' +
-  `  --endpoint URL  the API (env TOOL_LEDGER_ENDPOINT; default ${DEFAULT_ENDPOINT}); on AWS the stage URL\n` +
-  '  --token T       bearer token for local mode (env TOOL_LEDGER_TOKEN, which keeps it out of shell history)\n' +
+  `  --endpoint URL  the API (env ${SETTINGS.endpoint.name}; default ${DEFAULT_ENDPOINT}); on AWS the stage URL\n` +
+  `  --token T       bearer token for local mode (env ${SETTINGS.token.name}, which keeps it out of shell history)\n` +
   '  --sigv4         sign with AWS SigV4 (IAM) using the default credential chain\n' +
   '  --region R      region for --sigv4 (default AWS_REGION, or the execute-api host name)\n' +
   '  --json          print one JSON document (errors as JSON on stderr)\n' +

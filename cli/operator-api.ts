@@ -2,6 +2,7 @@ import type { Operation, OperationPage, Problem, ToolDescription } from '../clie
 import { ToolLedgerError, ToolLedgerRequestError, UnexpectedResponseError } from '../client/errors';
 import type { RequestSigner } from '../client/signer';
 import { type ListOptions, type Resolution, ToolLedgerClient } from '../client/tool-ledger-client';
+import { operationPath, RECONCILIATIONS_PATH } from '../functions/contract/routes';
 import { type Connection, signerFor } from './connection';
 
 /** One shard of a reconciliation pass, as `POST /v1/reconciliations` reports it. */
@@ -101,7 +102,7 @@ export class HttpOperatorApi implements OperatorApi {
     if (!options.history)
       return this.client.get(operationId, { includeArguments: options.arguments === true });
     const include = options.arguments ? 'arguments,history' : 'history';
-    const body = await this.send('GET', `/v1/operations/${encodeURIComponent(operationId)}`, { include });
+    const body = await this.send('GET', operationPath(operationId), { include });
     if (!isRecord(body) || typeof body.operation_id !== 'string' || typeof body.state !== 'string') {
       throw new UnexpectedResponseError(200, 'the response is not an operation');
     }
@@ -125,7 +126,7 @@ export class HttpOperatorApi implements OperatorApi {
   }
 
   async reconcile(): Promise<ReconcileReport> {
-    const body = await this.send('POST', '/v1/reconciliations', {}, RECONCILE_TIMEOUT_MS);
+    const body = await this.send('POST', RECONCILIATIONS_PATH, {}, RECONCILE_TIMEOUT_MS);
     if (!isReconcileReport(body)) {
       throw new UnexpectedResponseError(200, 'the response is not a reconciliation report');
     }
@@ -184,6 +185,8 @@ export function transportReason(error: unknown): string {
   for (const candidate of [cause, error]) {
     if (isRecord(candidate) && typeof candidate.code === 'string') return candidate.code;
   }
+  // fetch's refusal of a blocked port carries no code, only this message.
+  if (cause instanceof Error && cause.message === 'bad port') return 'bad port';
   return error instanceof Error ? error.name : 'unknown error';
 }
 

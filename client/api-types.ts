@@ -1,10 +1,10 @@
 /**
- * The wire shapes of the tool-ledger HTTP API (SPEC §5), as the client sees them. They are written
- * out here rather than imported from `functions/` because the client ships to agents on its own and
- * must not pull in the server's code; the server's `OperationView` is the source of truth.
+ * The wire shapes of the tool-ledger HTTP API (the tool-ledger contract, §5), as the client sees them.
+ * They are written out here rather than imported from `functions/` because the client ships to agents
+ * on its own and must not pull in the server's code; the server's `OperationView` is the source of truth.
  */
 
-/** Every state an operation can be in (SPEC §2). */
+/** Every state an operation can be in (the tool-ledger contract, §2). */
 export type OperationState =
   | 'awaiting_approval'
   | 'queued'
@@ -44,7 +44,10 @@ export interface OperationErrorView {
   status?: number;
 }
 
-/** The body of every operation response (SPEC §5). Unknown extra fields are kept as they come. */
+/**
+ * The body of every operation response (the tool-ledger contract, §5). Unknown extra fields are kept as
+ * they come.
+ */
 export interface Operation {
   operation_id: string;
   tool: string;

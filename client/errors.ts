@@ -2,7 +2,7 @@ import type { Operation, Problem } from './api-types';
 
 /**
  * Root of every error the client throws. `code` is stable and safe to branch on; for errors the
- * server answered, it is the problem+json `code` (SPEC §5).
+ * server answered, it is the problem+json `code` (the tool-ledger contract, §5).
  *
  * @example
  * ```ts

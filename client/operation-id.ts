@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { InvalidOperationIdError } from './errors';
 
-/** Longest operation ID the server accepts (SPEC §1). */
+/** Longest operation ID the server accepts (the tool-ledger contract, §1). */
 export const MAX_OPERATION_ID_LENGTH = 255;
 
 const PRINTABLE = /^[\x21-\x7e]+$/;
@@ -133,6 +133,12 @@ export function operationIdFor(position: OperationPosition): string {
 }
 
 function encodePart(value: string, name: string): string {
-  if (!value.isWellFormed()) throw new TypeError(`${name} contains a lone surrogate`);
-  return encodeURIComponent(value);
+  try {
+    return encodeURIComponent(value);
+  } catch (error) {
+    // encodeURIComponent refuses exactly the strings that are not well-formed UTF-16 (a lone surrogate);
+    // String.prototype.isWellFormed says the same but is ES2024, and the client keeps to ES2022.
+    if (error instanceof URIError) throw new TypeError(`${name} contains a lone surrogate`);
+    throw error;
+  }
 }

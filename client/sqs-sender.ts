@@ -3,7 +3,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type Clock, systemClock } from './clock';
 import { assertOperationId } from './operation-id';
 
-/** The body of a work-queue message (SPEC §6). */
+/** The body of a work-queue message (the tool-ledger contract, §6). */
 export interface QueueMessage {
   operation_id: string;
   tenant: string;
@@ -108,7 +108,7 @@ export class ToolLedgerQueueSender {
     return result;
   }
 
-  /** The message body this sender would send for `input` (SPEC §6). */
+  /** The message body this sender would send for `input` (the tool-ledger contract, §6). */
   message(input: QueueSendInput): QueueMessage {
     assertOperationId(input.operationId);
     if (input.arguments === undefined) throw new TypeError('arguments are required (use {} for none)');

@@ -40,7 +40,8 @@ export interface ToolLedgerClientOptions {
    * What to do when nothing listens at the endpoint (connection refused, no such host). An agent keeps
    * retrying until the deadline, since a restarting ledger comes back; an interactive tool such as the
    * operators' CLI says so at once (`ToolLedgerError` with code `unreachable`) instead of retrying in
-   * silence. @default 'retry'
+   * silence. A port fetch refuses to use (`bad port`, e.g. 1 or 6000) throws `unreachable` at once
+   * either way: no retry can send to it. @default 'retry'
    */
   onUnreachable?: 'retry' | 'fail';
 }
@@ -115,7 +116,7 @@ export interface WaitOptions {
   waitForCreation?: boolean;
 }
 
-/** An operator's decision on an uncertain operation (SPEC §5, resolution route). */
+/** An operator's decision on an uncertain operation (the tool-ledger contract, §5, resolution route). */
 export interface Resolution {
   outcome: 'applied' | 'not_applied' | 'failed';
   /** The result to store when `applied`. */
@@ -483,6 +484,14 @@ export class ToolLedgerClient {
       } catch (error) {
         if (spec.signal?.aborted) throw spec.signal.reason;
         if (!isTransportError(error)) throw error;
+        if (isBlockedPort(error)) {
+          // fetch never sends to this port, so no retry can change it, whatever onUnreachable says.
+          throw new ToolLedgerError(
+            'unreachable',
+            `nothing can be sent to ${url.origin} (bad port: fetch refuses port ${url.port})`,
+            { cause: error },
+          );
+        }
         const unreachable = this.failWhenUnreachable ? unreachableReason(error) : undefined;
         if (unreachable !== undefined) {
           throw new ToolLedgerError('unreachable', `nothing answers at ${url.origin} (${unreachable})`, {
@@ -576,6 +585,16 @@ function unreachableReason(error: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * fetch's refusal of a port on its blocklist (1, 7, 9, …, 6000, …; the Fetch standard's "bad port"): the
+ * request is never sent, now or on any retry. Node's fetch reports it as a `TypeError` whose cause says
+ * `bad port`, with no system error code.
+ */
+function isBlockedPort(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause instanceof Error && cause.message === 'bad port';
 }
 
 const FALLBACK_CODES: Record<number, string> = {

@@ -1,14 +1,9 @@
+import { readSetting, SETTINGS } from './contract/environment';
+
 /**
  * Settings of a deployment or a local run, read once from the environment (SPEC §10). Lambda and local
  * mode read the same variables; the CDK construct sets them from its props.
  */
-
-/**
- * Executors that run at once by default: the construct's `executorMaxConcurrency` (and the reserved
- * concurrency it gives the executor), and the executor loops of local mode
- * (`TOOL_LEDGER_EXECUTOR_CONCURRENCY`).
- */
-export const DEFAULT_EXECUTOR_CONCURRENCY = 10;
 
 /** Everything the engine needs to know about its deployment. */
 export interface LedgerConfig {
@@ -40,31 +35,25 @@ export interface LedgerConfig {
   commitReserveMs: number;
 }
 
-/** Read a config from an environment (default: `process.env`). */
+/**
+ * Read a config from an environment (default: `process.env`); a variable that cannot be used throws
+ * `SettingError` naming it. Names, defaults and parsing are the contract's
+ * (functions/contract/environment.ts).
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
   return {
-    tableName: env.TOOL_LEDGER_TABLE_NAME ?? 'tool-ledger',
-    queueUrl: env.TOOL_LEDGER_QUEUE_URL ?? '',
-    retentionSeconds: int(env, 'TOOL_LEDGER_RETENTION_SECONDS', 2_592_000),
-    leaseGraceMs: int(env, 'TOOL_LEDGER_LEASE_GRACE_MS', 5_000),
-    syncWaitMs: int(env, 'TOOL_LEDGER_SYNC_WAIT_MS', 25_000),
-    approvalTtlSeconds: int(env, 'TOOL_LEDGER_APPROVAL_TTL_SECONDS', 86_400),
-    allowSelfApproval: env.TOOL_LEDGER_ALLOW_SELF_APPROVAL === 'true',
-    attentionShards: int(env, 'TOOL_LEDGER_ATTENTION_SHARDS', 8),
-    unresolvedShards: int(env, 'TOOL_LEDGER_UNRESOLVED_SHARDS', 1),
-    queuedStaleMs: int(env, 'TOOL_LEDGER_QUEUED_STALE_MS', 120_000),
-    retryBaseMs: int(env, 'TOOL_LEDGER_RETRY_BASE_MS', 2_000),
-    maxReconcileChecks: int(env, 'TOOL_LEDGER_MAX_RECONCILE_CHECKS', 5),
-    commitReserveMs: int(env, 'TOOL_LEDGER_COMMIT_RESERVE_MS', 2_000),
+    tableName: readSetting(env, SETTINGS.tableName),
+    queueUrl: readSetting(env, SETTINGS.queueUrl),
+    retentionSeconds: readSetting(env, SETTINGS.retentionSeconds),
+    leaseGraceMs: readSetting(env, SETTINGS.leaseGraceMs),
+    syncWaitMs: readSetting(env, SETTINGS.syncWaitMs),
+    approvalTtlSeconds: readSetting(env, SETTINGS.approvalTtlSeconds),
+    allowSelfApproval: readSetting(env, SETTINGS.allowSelfApproval),
+    attentionShards: readSetting(env, SETTINGS.attentionShards),
+    unresolvedShards: readSetting(env, SETTINGS.unresolvedShards),
+    queuedStaleMs: readSetting(env, SETTINGS.queuedStaleMs),
+    retryBaseMs: readSetting(env, SETTINGS.retryBaseMs),
+    maxReconcileChecks: readSetting(env, SETTINGS.maxReconcileChecks),
+    commitReserveMs: readSetting(env, SETTINGS.commitReserveMs),
   };
-}
-
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new Error(`${name} must be a non-negative integer`);
-  }
-  return value;
 }

@@ -1,12 +1,15 @@
 /**
  * What a tool author imports, published as `tool-ledger/tool`: the tool interface, its context, the
- * three outcome errors, and `defineTool`. A team's tools live in the team's own repository and import
- * only this; the deployment points the construct's `toolsModule` (or local mode's
- * `TOOL_LEDGER_TOOLS_MODULE`) at the module that default-exports a {@link ToolFactory}.
+ * three outcome errors, `defineTool`, and the shipped tools' factories to keep them next to a team's
+ * own (`awsDefaultTools`: `webhook.post`, what a deployment runs by default; `builtinTools`: every
+ * shipped tool, whose workspace tools need the construct's `sharedWorkspace` on AWS). A team's tools live
+ * in the team's own repository and import only this; the deployment points the construct's
+ * `toolsModule` (or local mode's `TOOL_LEDGER_TOOLS_MODULE`) at the module that default-exports a
+ * {@link ToolFactory}.
  *
  * @example
  * ```ts
- * import { defineTool, TerminalToolError, type ToolFactory } from 'tool-ledger/tool';
+ * import { awsDefaultTools, defineTool, TerminalToolError, type ToolFactory } from 'tool-ledger/tool';
  * import * as z from 'zod';
  *
  * const openTicket = defineTool({
@@ -26,11 +29,13 @@
  *   },
  * });
  *
- * const tools: ToolFactory = () => [openTicket];
+ * // The shipped webhook.post next to the team's own tool.
+ * const tools: ToolFactory = (env) => [...awsDefaultTools(env), openTicket];
  * export default tools;
  * ```
  */
 
+export { awsDefaultTools } from './aws-default-tools';
 export type {
   AnyTool,
   ReconcileContext,
@@ -47,4 +52,5 @@ export {
   TOOL_NAME_PATTERN,
   UncertainOutcomeError,
 } from './domain/tool';
+export { builtinTools } from './tools/builtin';
 export type { ToolEnvironment, ToolFactory } from './tools/registry';

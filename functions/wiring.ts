@@ -2,10 +2,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 // The MCP gateway, or its stand-in in bundles of deployments without upstreams (functions/mcp/no-upstreams.ts).
 import { withUpstreams } from '#tool-ledger/upstreams';
 import { loadConfig } from './config';
+import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
-import { QUEUE_SENDERS_VARIABLE, SenderBinding } from './engine/sender-binding';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
 
@@ -33,38 +34,32 @@ export interface Runtime {
   toolEnv: ToolEnvironment;
   /**
    * Puts the current tools in `deps.tools`: the deployment's, plus the tools of the upstream MCP servers
-   * listed so far (`TOOL_LEDGER_MCP_UPSTREAMS`). Handlers await it at the start of every invocation;
+   * listed so far (`mcpUpstreams`). Handlers await it at the start of every invocation;
    * without upstreams it does nothing.
    */
   refreshTools(): Promise<void>;
 }
 
 /**
- * Builds the runtime from the environment. AWS and local mode read the same variables; local mode
- * adds endpoints (`TOOL_LEDGER_DYNAMODB_ENDPOINT`, `TOOL_LEDGER_SQS_ENDPOINT`) and `TOOL_LEDGER_LOCAL`.
+ * Builds the runtime from the environment. AWS and local mode read the same variables (their names,
+ * kinds and defaults are in functions/contract/environment.ts); local mode adds the endpoints of its
+ * DynamoDB and SQS and the `local` flag.
  *
- * | variable | meaning |
- * | --- | --- |
- * | `TOOL_LEDGER_WORKSPACE_DIR` | root of the workspace tools (default `/tmp/workspace`) |
- * | `TOOL_LEDGER_WEBHOOK_ALLOW` | comma-separated origins `webhook.post` may call |
- * | `TOOL_LEDGER_WEBHOOK_IDEMPOTENT` | origins that dedupe on `Idempotency-Key` |
- * | `TOOL_LEDGER_QUEUE_TENANTS` | JSON array of tenants the work queue carries |
- * | `TOOL_LEDGER_QUEUE_SENDERS` | JSON senders → tenants (AWS only; unset refuses every message) |
- * | `TOOL_LEDGER_RESERVED_ENDPOINTS` | more endpoints of the deployment itself that tools never reach |
- *
- * The reserved endpoints of the tools are that list plus the ledger's own DynamoDB and SQS endpoints
- * when they are set (local mode) and the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when it is.
- * | `TOOL_LEDGER_MCP_UPSTREAMS` | upstream MCP servers whose tools the gateway serves (functions/mcp/upstreams.ts) |
+ * The reserved endpoints of the tools are `reservedEndpoints` plus the ledger's own DynamoDB and SQS
+ * endpoints when they are set (local mode) and the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when
+ * it is.
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
-  const local = env.TOOL_LEDGER_LOCAL === 'true';
+  const local = readSetting(env, SETTINGS.local);
+  const dynamoEndpoint = readSetting(env, SETTINGS.dynamoEndpoint);
+  const sqsEndpoint = readSetting(env, SETTINGS.sqsEndpoint);
   const localCredentials = local
     ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, region: 'us-east-1' }
     : {};
   const dynamo = new DynamoDBClient({
     ...localCredentials,
-    ...(env.TOOL_LEDGER_DYNAMODB_ENDPOINT ? { endpoint: env.TOOL_LEDGER_DYNAMODB_ENDPOINT } : {}),
+    ...(dynamoEndpoint ? { endpoint: dynamoEndpoint } : {}),
     maxAttempts: 4,
     // A request that hangs is retried well inside the sync budget (a lost response is recognised by
     // who wrote the record), instead of waiting for the socket's own timeout.
@@ -76,19 +71,12 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
         const { SQSClient } = await import('@aws-sdk/client-sqs');
         return new SQSClient({
           ...localCredentials,
-          ...(env.TOOL_LEDGER_SQS_ENDPOINT ? { endpoint: env.TOOL_LEDGER_SQS_ENDPOINT } : {}),
+          ...(sqsEndpoint ? { endpoint: sqsEndpoint } : {}),
           ...SDK_CLIENT_SETTINGS,
         });
       }, config.queueUrl)
     : noWorkQueue;
-  const toolEnv: ToolEnvironment = {
-    workspaceRoot: env.TOOL_LEDGER_WORKSPACE_DIR ?? '/tmp/workspace',
-    webhookAllow: list(env.TOOL_LEDGER_WEBHOOK_ALLOW),
-    webhookIdempotentOrigins: list(env.TOOL_LEDGER_WEBHOOK_IDEMPOTENT),
-    local,
-    reservedEndpoints: reservedEndpoints(env),
-    retentionSeconds: config.retentionSeconds,
-  };
+  const toolEnv = toolEnvironment(env);
   const deps = createDeps({
     store: new LedgerStore({ client: dynamo, tableName: config.tableName }),
     tools: new ToolRegistry(factory(toolEnv)),
@@ -97,37 +85,50 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
   });
   const runtime: Runtime = {
     deps,
-    queueTenants: new Set(parseTenants(env.TOOL_LEDGER_QUEUE_TENANTS)),
-    queueSenders: local ? undefined : SenderBinding.parse(env[QUEUE_SENDERS_VARIABLE]),
+    queueTenants: new Set(parseTenants(readSetting(env, SETTINGS.queueTenants))),
+    queueSenders: local ? undefined : SenderBinding.parse(readSetting(env, SETTINGS.queueSenders)),
     toolEnv,
     refreshTools: async () => {},
   };
-  runtime.refreshTools = withUpstreams(runtime, env);
+  runtime.refreshTools = withUpstreams(deps, env);
   return runtime;
+}
+
+/**
+ * What the deployment's tool factory is given, read from the environment: the same for every handler and
+ * for local mode's start-up check of the tools (functions/local/start-tools.ts).
+ *
+ * @example
+ * ```ts
+ * const registry = new ToolRegistry(tools(toolEnvironment(process.env)));
+ * ```
+ */
+export function toolEnvironment(env: NodeJS.ProcessEnv = process.env): ToolEnvironment {
+  return {
+    workspaceRoot: readSetting(env, SETTINGS.workspaceDir),
+    webhookAllow: readSetting(env, SETTINGS.webhookAllow),
+    webhookIdempotentOrigins: readSetting(env, SETTINGS.webhookIdempotent),
+    local: readSetting(env, SETTINGS.local),
+    reservedEndpoints: reservedEndpoints(env),
+    retentionSeconds: readSetting(env, SETTINGS.retentionSeconds),
+  };
 }
 
 /** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */
 function reservedEndpoints(env: NodeJS.ProcessEnv): string[] {
   return [
-    ...list(env.TOOL_LEDGER_RESERVED_ENDPOINTS),
-    env.TOOL_LEDGER_DYNAMODB_ENDPOINT,
-    env.TOOL_LEDGER_SQS_ENDPOINT,
+    ...readSetting(env, SETTINGS.reservedEndpoints),
+    readSetting(env, SETTINGS.dynamoEndpoint),
+    readSetting(env, SETTINGS.sqsEndpoint),
     env.AWS_LAMBDA_RUNTIME_API,
   ].filter((entry): entry is string => entry !== undefined && entry.trim() !== '');
-}
-
-function list(raw: string | undefined): string[] {
-  return (raw ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
 }
 
 function parseTenants(raw: string | undefined): string[] {
   if (!raw) return [];
   const value = JSON.parse(raw) as unknown;
   if (!Array.isArray(value) || !value.every((t) => typeof t === 'string')) {
-    throw new Error('TOOL_LEDGER_QUEUE_TENANTS must be a JSON array of tenant names');
+    throw new Error(`${SETTINGS.queueTenants.name} must be a JSON array of tenant names`);
   }
   return value;
 }

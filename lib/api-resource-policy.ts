@@ -1,6 +1,6 @@
 import { Effect, PolicyDocument, PolicyStatement, StarPrincipal } from 'aws-cdk-lib/aws-iam';
-import { LEDGER_ROUTES, type LedgerRole, type LedgerRoute, routeArnPath } from './routes';
-import type { ResolvedTenant } from './settings';
+import { LEDGER_ROUTES, type LedgerRole, type LedgerRoute, routeArnPath } from '../functions/contract/routes';
+import type { ResolvedTenant } from './tenant-bindings';
 
 /**
  * The REST API's resource policy, built from the tenant map and the route table: on each route, only

@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type BundlingOptions, LogLevel, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
+import { TOOLS_MODULE_SPECIFIER } from '../functions/contract/tools-module';
+import { UPSTREAMS_MODULE_SPECIFIER } from '../functions/contract/upstreams-module';
 
 /**
  * How every handler is bundled: one place, so that `scripts/size.ts` measures exactly what `cdk deploy`
@@ -13,14 +15,14 @@ import type { BuildOptions } from 'esbuild';
  * Node, tsx, TypeScript and vitest resolve it to the shipped tools without any plugin; the construct's
  * esbuild alias replaces it with the module an infrastructure team configures.
  */
-export const TOOLS_IMPORT = '#tool-ledger/tools';
+export const TOOLS_IMPORT = TOOLS_MODULE_SPECIFIER;
 
 /**
  * The import specifier of the MCP gateway in the handlers (functions/wiring.ts). Bundles of a deployment
  * that names no MCP upstreams get a stand-in instead, so that the MCP SDK's client and Ajv stay out of
  * every handler's bundle and cold start.
  */
-export const UPSTREAMS_IMPORT = '#tool-ledger/upstreams';
+export const UPSTREAMS_IMPORT = UPSTREAMS_MODULE_SPECIFIER;
 
 /** The repository root: handlers and the default tools module are found from here. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..');

@@ -3,7 +3,7 @@ import {
   INDEX_WRITES_PER_FIRST_EXECUTION,
   PARTITION_WRITE_UNITS,
   PLANNED_PARTITION_USE,
-} from '../functions/ledger/index-shards';
+} from '../functions/contract/index-shards';
 
 /**
  * The throughput a deployment declares, and the GSI shard counts that carry it. One partition of a

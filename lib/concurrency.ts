@@ -1,4 +1,4 @@
-import { DEFAULT_EXECUTOR_CONCURRENCY } from '../functions/config';
+import { DEFAULT_EXECUTOR_CONCURRENCY } from '../functions/contract/environment';
 
 /**
  * How many of each handler may run at once. Without caps a burst on the work queue scales the SQS

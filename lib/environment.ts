@@ -1,19 +1,18 @@
 import { Stack } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { MCP_UPSTREAMS_VARIABLE } from '../functions/mcp/upstreams';
-import { COMMIT_RESERVE, type LedgerSettings, ToolLedgerConfigError } from './settings';
+import { SETTINGS } from '../functions/contract/environment';
+import { METRICS_NAMESPACE } from '../functions/contract/metrics';
+import { ToolLedgerConfigError } from './config-error';
+import { COMMIT_RESERVE, type LedgerSettings } from './settings';
 import { splitTenants, TENANTS_FILE, TENANTS_FILE_PATH } from './tenant-bindings';
 
 /**
- * The environment each Lambda reads through functions/config.ts. Variable names are the contract with
- * the handlers; local mode reads the same names (SPEC §10).
+ * The environment each Lambda reads, by the names the handlers read (functions/contract/environment.ts,
+ * which also says which handler reads which variable); local mode sets the same names (SPEC §10).
  */
 
 /** Root of the workspace tools on Lambda: /tmp is the only writable folder (and is per sandbox). */
-export const LAMBDA_WORKSPACE_DIR = '/tmp/workspace';
-
-/** CloudWatch namespace the handlers emit EMF metrics into. */
-export const METRICS_NAMESPACE = 'ToolLedger';
+export const LAMBDA_WORKSPACE_DIR: string = SETTINGS.workspaceDir.default;
 
 /** Deployment-specific values only known as CloudFormation references. */
 export interface EnvironmentRefs {
@@ -24,34 +23,34 @@ export interface EnvironmentRefs {
 /** Variables every handler gets. */
 export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRefs): Record<string, string> {
   const owned: Record<string, string> = {
-    TOOL_LEDGER_TABLE_NAME: refs.tableName,
-    TOOL_LEDGER_QUEUE_URL: refs.queueUrl,
-    TOOL_LEDGER_RETENTION_SECONDS: String(settings.retention.toSeconds()),
-    TOOL_LEDGER_LEASE_GRACE_MS: String(settings.leaseGrace.toMilliseconds()),
-    TOOL_LEDGER_SYNC_WAIT_MS: String(settings.syncWait.toMilliseconds()),
-    TOOL_LEDGER_APPROVAL_TTL_SECONDS: String(settings.approvalTtl.toSeconds()),
-    TOOL_LEDGER_ALLOW_SELF_APPROVAL: String(settings.allowSelfApproval),
-    TOOL_LEDGER_ATTENTION_SHARDS: String(settings.attentionShards),
-    TOOL_LEDGER_UNRESOLVED_SHARDS: String(settings.unresolvedShards),
-    TOOL_LEDGER_COMMIT_RESERVE_MS: String(COMMIT_RESERVE.toMilliseconds()),
+    [SETTINGS.tableName.name]: refs.tableName,
+    [SETTINGS.queueUrl.name]: refs.queueUrl,
+    [SETTINGS.retentionSeconds.name]: String(settings.retention.toSeconds()),
+    [SETTINGS.leaseGraceMs.name]: String(settings.leaseGrace.toMilliseconds()),
+    [SETTINGS.syncWaitMs.name]: String(settings.syncWait.toMilliseconds()),
+    [SETTINGS.approvalTtlSeconds.name]: String(settings.approvalTtl.toSeconds()),
+    [SETTINGS.allowSelfApproval.name]: String(settings.allowSelfApproval),
+    [SETTINGS.attentionShards.name]: String(settings.attentionShards),
+    [SETTINGS.unresolvedShards.name]: String(settings.unresolvedShards),
+    [SETTINGS.commitReserveMs.name]: String(COMMIT_RESERVE.toMilliseconds()),
     // A queued record is re-enqueued only once its message had time to be received and fail once: a
     // backlog held back by executorMaxConcurrency is not re-enqueued on every reconciler tick.
-    TOOL_LEDGER_QUEUED_STALE_MS: String(settings.visibilityTimeout.toMilliseconds() + 60_000),
-    TOOL_LEDGER_WORKSPACE_DIR: settings.workspaceDir,
-    TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow.join(','),
-    TOOL_LEDGER_WEBHOOK_IDEMPOTENT: settings.webhookIdempotentOrigins.join(','),
-    [MCP_UPSTREAMS_VARIABLE]: settings.mcpUpstreams,
-    POWERTOOLS_SERVICE_NAME: settings.serviceName,
-    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    [SETTINGS.queuedStaleMs.name]: String(settings.visibilityTimeout.toMilliseconds() + 60_000),
+    [SETTINGS.workspaceDir.name]: settings.workspaceDir,
+    [SETTINGS.webhookAllow.name]: settings.webhookAllow.join(','),
+    [SETTINGS.webhookIdempotent.name]: settings.webhookIdempotentOrigins.join(','),
+    [SETTINGS.mcpUpstreams.name]: settings.mcpUpstreams,
+    [SETTINGS.serviceName.name]: settings.serviceName,
+    [SETTINGS.metricsNamespace.name]: METRICS_NAMESPACE,
     // Bundles ship with source maps; without this flag stack traces point into minified code.
     NODE_OPTIONS: '--enable-source-maps',
   };
   for (const name of Object.keys(settings.environment)) {
     if (
       name in owned ||
-      name === 'TOOL_LEDGER_IAM_TENANTS' ||
-      name === 'TOOL_LEDGER_IAM_TENANTS_FILE' ||
-      name === 'TOOL_LEDGER_QUEUE_TENANTS'
+      name === SETTINGS.iamTenants.name ||
+      name === SETTINGS.iamTenantsFile.name ||
+      name === SETTINGS.queueTenants.name
     ) {
       throw new ToolLedgerConfigError([
         `environment sets ${name}, which ToolLedger sets from its props: use the matching prop.`,
@@ -69,8 +68,8 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
 export function apiEnvironment(scope: Construct, settings: LedgerSettings): Record<string, string> {
   const { deployTime } = splitTenants(settings.tenants);
   return {
-    TOOL_LEDGER_IAM_TENANTS_FILE: TENANTS_FILE_PATH,
-    TOOL_LEDGER_IAM_TENANTS: Stack.of(scope).toJsonString(deployTime),
+    [SETTINGS.iamTenantsFile.name]: TENANTS_FILE_PATH,
+    [SETTINGS.iamTenants.name]: Stack.of(scope).toJsonString(deployTime),
   };
 }
 
@@ -81,5 +80,5 @@ export function apiBundledFiles(settings: LedgerSettings): Record<string, string
 
 /** The executor's queue binding (SPEC §6): a message naming another tenant is not run. */
 export function executorEnvironment(settings: LedgerSettings): Record<string, string> {
-  return { TOOL_LEDGER_QUEUE_TENANTS: JSON.stringify(settings.queueTenants) };
+  return { [SETTINGS.queueTenants.name]: JSON.stringify(settings.queueTenants) };
 }

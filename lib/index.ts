@@ -15,8 +15,9 @@
 
 export { DEFAULT_TOOLS_MODULE } from './bundling';
 export type { DeclaredThroughput } from './capacity';
+export { ToolLedgerConfigError } from './config-error';
 export { LAMBDA_WORKSPACE_DIR } from './environment';
-export { ToolLedgerConfigError } from './settings';
-export { type TenantPrincipals, ToolLedger, type ToolLedgerProps } from './tool-ledger';
+export { ToolLedger } from './tool-ledger';
+export type { TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
 export { ToolLedgerStack, type ToolLedgerStackProps } from './tool-ledger-stack';
 export { readToolManifest, type ToolManifest } from './tool-manifest';

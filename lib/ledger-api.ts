@@ -19,10 +19,20 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import {
+  API_STAGE,
+  LEDGER_ROUTES,
+  type LedgerRole,
+  type LedgerRoute,
+  routeArnPath,
+  routeOf,
+  routesOf,
+} from '../functions/contract/routes';
 import { apiResourcePolicy, principalsFor, RESOURCE_POLICY_MAX_LENGTH } from './api-resource-policy';
+import { ToolLedgerConfigError } from './config-error';
 import { acknowledgeWildcardResources } from './nag';
-import { LEDGER_ROUTES, type LedgerRole, type LedgerRoute, routeArnPath, routesOf } from './routes';
-import { type ResolvedTenant, type Throttling, ToolLedgerConfigError } from './settings';
+import type { Throttling } from './settings';
+import type { ResolvedTenant } from './tenant-bindings';
 
 /**
  * The REST API of SPEC §5: IAM (SigV4) authorization on every method, a resource policy from the tenant
@@ -31,9 +41,6 @@ import { type ResolvedTenant, type Throttling, ToolLedgerConfigError } from './s
  * throttling, access logs without bodies or headers, and gateway-made errors shaped like the handler's
  * (`application/problem+json` with a stable `code`).
  */
-
-/** Stage the API is deployed to; part of the base URL. */
-export const API_STAGE = 'prod';
 
 /** Settings of the API. */
 export interface LedgerApiProps {
@@ -64,7 +71,7 @@ export interface LedgerApiProps {
 }
 
 /** The route whose method limit is lower than the stage's: each call runs a reconciler pass. */
-const RECONCILE_ROUTE = LEDGER_ROUTES.find((route) => route.path === '/v1/reconciliations')!;
+const RECONCILE_ROUTE = routeOf('reconcile');
 
 /**
  * Errors API Gateway produces before the handler runs, with the handler's codes (SPEC §5 table).

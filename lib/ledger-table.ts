@@ -11,37 +11,32 @@ import {
 import { Effect, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { UNRESOLVED_PROJECTION } from '../functions/ledger/index-shards';
+import {
+  type IndexSchema,
+  type KeyAttribute,
+  LEDGER_INDEXES,
+  LEDGER_TABLE,
+  type LedgerIndex,
+  READ_CACHE_KEY_PREFIX,
+} from '../functions/contract/table';
 
 /**
- * The ledger table: one item per operation, keyed exactly as functions/ledger/keys.ts writes it, with
- * the two sparse GSIs the reconciler and the operators' listing read (SPEC §7).
+ * The ledger table: one item per operation, with the keys, TTL attribute and the two sparse GSIs of the
+ * contract (functions/contract/table.ts) that the handlers write and read (SPEC §7).
  */
-
-/** Attribute and index names shared with functions/ledger (tests compare them with keys.ts). */
-export const TABLE_SCHEMA = {
-  partitionKey: 'pk',
-  sortKey: 'sk',
-  ttlAttribute: 'expires_at',
-  attentionIndex: { name: 'attention', partitionKey: 'attention_shard', sortKey: 'attention_at' },
-  unresolvedIndex: { name: 'unresolved', partitionKey: 'unresolved_tenant', sortKey: 'unresolved_at' },
-} as const;
-
-/** Partition-key prefix of the read-tool cache items (functions/engine/read-tool-path.ts). */
-export const READ_CACHE_KEY_PREFIX = 'tool-ledger.read#';
 
 /** DynamoDB data-plane actions, by what a handler does; never `dynamodb:*`. */
 export type TableAccess = 'GetItem' | 'BatchGetItem' | 'PutItem' | 'UpdateItem';
 
 /** Which GSI a handler queries. */
-export type TableIndex = 'attention' | 'unresolved';
+export type TableIndex = LedgerIndex;
 
 /** Settings of the table. */
 export interface LedgerTableProps {
   /** RETAIN also turns on deletion protection. */
   removalPolicy: RemovalPolicy;
   /**
-   * A table the platform team manages, with {@link TABLE_SCHEMA}'s keys, TTL and both GSIs (synth cannot
+   * A table the platform team manages, with the contract's keys, TTL and both GSIs (synth cannot
    * see an imported table's schema: the handlers fail at their first write if it differs).
    */
   existingTable?: ITable;
@@ -77,10 +72,10 @@ export class LedgerTable extends Construct {
       });
     this.key = key;
     const table = new Table(this, 'Table', {
-      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
-      sortKey: { name: TABLE_SCHEMA.sortKey, type: AttributeType.STRING },
+      partitionKey: attribute(LEDGER_TABLE.partitionKey),
+      sortKey: attribute(LEDGER_TABLE.sortKey),
       billingMode: BillingMode.PAY_PER_REQUEST,
-      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      timeToLiveAttribute: LEDGER_TABLE.ttlAttribute,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: key,
@@ -88,22 +83,12 @@ export class LedgerTable extends Construct {
       removalPolicy: props.removalPolicy,
     });
     // Each index projects what its reader decides on; the readers fetch the items they act on.
-    const projections: [
-      typeof TABLE_SCHEMA.attentionIndex | typeof TABLE_SCHEMA.unresolvedIndex,
-      Partial<GlobalSecondaryIndexProps>,
-    ][] = [
-      [TABLE_SCHEMA.attentionIndex, { projectionType: ProjectionType.KEYS_ONLY }],
-      [
-        TABLE_SCHEMA.unresolvedIndex,
-        { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...UNRESOLVED_PROJECTION] },
-      ],
-    ];
-    for (const [index, projection] of projections) {
+    for (const index of LEDGER_INDEXES) {
       table.addGlobalSecondaryIndex({
-        ...projection,
+        ...projection(index),
         indexName: index.name,
-        partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
-        sortKey: { name: index.sortKey, type: AttributeType.NUMBER },
+        partitionKey: attribute(index.partitionKey),
+        sortKey: attribute(index.sortKey),
       });
     }
     this.table = table;
@@ -184,4 +169,16 @@ export class LedgerTable extends Construct {
       }),
     );
   }
+}
+
+/** A key attribute of the contract as the CDK declares it. */
+function attribute(key: KeyAttribute): { name: string; type: AttributeType } {
+  return { name: key.name, type: key.type === 'N' ? AttributeType.NUMBER : AttributeType.STRING };
+}
+
+/** An index's projection of the contract as the CDK declares it. */
+function projection(index: IndexSchema): Partial<GlobalSecondaryIndexProps> {
+  return index.projection.type === 'INCLUDE'
+    ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...index.projection.attributes] }
+    : { projectionType: ProjectionType.KEYS_ONLY };
 }

@@ -16,36 +16,21 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRICS_NAMESPACE } from './environment';
+import { LEDGER_METRICS, METRICS_NAMESPACE } from '../functions/contract/metrics';
 
 /**
  * Alarms and a dashboard for an operator who must answer two questions: is any operation stuck where
  * only a human can move it, and is the machinery (queue, handlers, reconciler) healthy?
  */
 
-/**
- * `OpenUnresolved` and `OpenNeedsReconciliation` are gauges: the reconciler counts the unresolved
- * index after every pass and emits the current stock (zero included), so an alarm on them stays in
- * ALARM for as long as an operation is stuck, unlike a count of transitions that returns to OK five
- * minutes later.
- *
- * Metric names the handlers emit (EMF, namespace `ToolLedger`, dimension `service` = the service name).
- * Alarms read the `service`-only dimension set; per-tool series (`service`, `tool`) are for the dashboard.
+/*
+ * Metric names and their namespace are the handlers' (functions/contract/metrics.ts): they emit EMF
+ * with the dimension `service` = the service name. Alarms read the `service`-only dimension set;
+ * per-tool series (`service`, `tool`) are for the dashboard. `OpenUnresolved` and
+ * `OpenNeedsReconciliation` are gauges: the reconciler counts the unresolved index after every pass
+ * and emits the current stock (zero included), so an alarm on them stays in ALARM for as long as an
+ * operation is stuck, unlike a count of transitions that returns to OK five minutes later.
  */
-export const LEDGER_METRICS = {
-  firstExecutions: 'FirstExecutions',
-  replays: 'Replays',
-  conflicts: 'Conflicts',
-  inProgressRejections: 'InProgressRejections',
-  uncertainOutcomes: 'UncertainOutcomes',
-  lateOutcomes: 'LateOutcomes',
-  reconciliations: 'Reconciliations',
-  unresolvedOperations: 'UnresolvedOperations',
-  needsReconciliation: 'NeedsReconciliation',
-  reconciliationLatency: 'ReconciliationLatency',
-  openUnresolved: 'OpenUnresolved',
-  openNeedsReconciliation: 'OpenNeedsReconciliation',
-} as const;
 
 /** What the alarms watch. */
 export interface LedgerMonitoringProps {

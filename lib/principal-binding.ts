@@ -1,5 +1,5 @@
 import { Token } from 'aws-cdk-lib';
-import { canonicalArn } from '../functions/http/auth-iam';
+import { canonicalArn } from '../functions/domain/principal';
 
 /**
  * How a principal ARN in the tenant map is understood. The API handler compares a caller with the map

@@ -1,8 +1,9 @@
 import { Lazy, Stack, Token } from 'aws-cdk-lib';
 import { type IRole, Role } from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
-import { QUEUE_SENDERS_VARIABLE, type SenderEntry } from '../functions/engine/sender-binding';
-import { ToolLedgerConfigError } from './settings';
+import { SETTINGS } from '../functions/contract/environment';
+import type { SenderEntry } from '../functions/queue/sender-binding';
+import { ToolLedgerConfigError } from './config-error';
 
 /**
  * The executor's sender binding (SPEC §6), built at synth: which IAM principals may put work on the
@@ -66,7 +67,7 @@ export class QueueSenderBinding {
   /** The executor's environment variable. */
   environment(): Record<string, string> {
     return {
-      [QUEUE_SENDERS_VARIABLE]: Lazy.string({
+      [SETTINGS.queueSenders.name]: Lazy.string({
         produce: () => Stack.of(this.scope).toJsonString(this.entries),
       }),
     };

@@ -1,10 +1,13 @@
 import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { SETTINGS } from '../functions/contract/environment';
+import { TENANT_PATTERN } from '../functions/contract/table';
+import { TOOL_NAME_PATTERN } from '../functions/domain/tool';
 import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
 import { planShards, type ShardPlan } from './capacity';
 import { resolveConcurrency } from './concurrency';
-import { LAMBDA_WORKSPACE_DIR } from './environment';
+import { ToolLedgerConfigError } from './config-error';
 import { checkBinding } from './principal-binding';
 import { checkRetention } from './retention-check';
 import {
@@ -13,50 +16,29 @@ import {
   type SharedWorkspace,
   WEBHOOK_ONLY_TOOLS_MODULE,
 } from './shared-workspace';
-import { splitTenants } from './tenant-bindings';
-import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger';
+import { type ResolvedTenant, splitTenants } from './tenant-bindings';
+import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
 import { readToolManifestSync } from './tool-manifest';
+
+export { ToolLedgerConfigError } from './config-error';
+export type { ResolvedTenant } from './tenant-bindings';
 
 /**
  * The construct's props with every default applied and every rule of SPEC §§3, 6, 8 checked, so that a
  * configuration that would deploy but misbehave fails at synth with a sentence that says what to change.
  */
 
-/** Thrown at synth time for a configuration that must not deploy; the message lists every problem. */
-export class ToolLedgerConfigError extends Error {
-  /** Each problem as one sentence. */
-  readonly problems: readonly string[];
-  constructor(problems: readonly string[]) {
-    super(`ToolLedger configuration is not safe to deploy:\n- ${problems.join('\n- ')}`);
-    this.name = 'ToolLedgerConfigError';
-    this.problems = problems;
-  }
-}
-
-/** Tenant labels: the alphabet functions/ledger/keys.ts accepts (no `#`, which separates key parts). */
-export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** Tool names (SPEC §4). */
-const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
-
 /** API Gateway's default integration timeout for REST APIs. */
 const API_GATEWAY_TIMEOUT = Duration.seconds(29);
 
-/** Kept back for the outcome's conditional write (`TOOL_LEDGER_COMMIT_RESERVE_MS` default). */
-export const COMMIT_RESERVE = Duration.seconds(2);
+/** Kept back for the outcome's conditional write: the handlers' own default. */
+export const COMMIT_RESERVE = Duration.millis(SETTINGS.commitReserveMs.default);
 
 /** Lambda's environment is 4 KB in all; the tenant map must leave room for the other variables. */
 const MAX_TENANTS_JSON = 3_072;
 
 /** A role ARN with its JSON quotes and comma, for sizing ARNs that are still tokens at synth. */
 const ESTIMATED_ARN_LENGTH = 80;
-
-/** A tenant's principals with every role present. */
-export interface ResolvedTenant {
-  agents: string[];
-  approvers: string[];
-  operators: string[];
-}
 
 /** Everything the construct builds from. */
 export interface LedgerSettings {
@@ -147,7 +129,7 @@ export function resolveSettings(
   const reconcileInterval = props.reconcileInterval ?? Duration.minutes(1);
   const concurrency = resolveConcurrency(props, problems);
   const sharedWorkspace = props.sharedWorkspace;
-  const workspaceDir = sharedWorkspace ? SHARED_WORKSPACE_MOUNT : LAMBDA_WORKSPACE_DIR;
+  const workspaceDir = sharedWorkspace ? SHARED_WORKSPACE_MOUNT : SETTINGS.workspaceDir.default;
   // Without a file system the handlers share, only tools whose effects live outside the sandbox fit.
   const toolsModule =
     props.toolsModule ?? (sharedWorkspace ? DEFAULT_TOOLS_MODULE : WEBHOOK_ONLY_TOOLS_MODULE);
@@ -273,7 +255,7 @@ function resolveMcpUpstreams(props: ToolLedgerProps, problems: string[]): string
     );
   } catch (error) {
     if (!(error instanceof UpstreamSettingError)) throw error;
-    problems.push(`mcpUpstreams: ${error.message.replace(/^TOOL_LEDGER_MCP_UPSTREAMS /, '')}.`);
+    problems.push(`mcpUpstreams: ${error.message.replace(`${SETTINGS.mcpUpstreams.name} `, '')}.`);
     return '';
   }
 }

@@ -1,11 +1,10 @@
 import { Token } from 'aws-cdk-lib';
-import type { ResolvedTenant } from './settings';
 
 /**
  * How the tenant map reaches the API handler. Lambda's environment is 4 KB in all (a map in a variable
  * holds about 40 ARNs), so every ARN known at synth time is bundled with the code as a JSON file the
  * handler reads at cold start; only ARNs that CloudFormation resolves at deploy time (roles of the
- * same app, `role.roleArn`) stay in `TOOL_LEDGER_IAM_TENANTS`. The handler merges the two.
+ * same app, `role.roleArn`) stay in the environment variable (`SETTINGS.iamTenants`). The handler merges the two.
  */
 
 /** File name of the bundled part, next to the handler's `index.mjs`. */
@@ -13,6 +12,13 @@ export const TENANTS_FILE = 'tool-ledger-tenants.json';
 
 /** Where Lambda extracts the code: the bundled file's path at runtime. */
 export const TENANTS_FILE_PATH = `/var/task/${TENANTS_FILE}`;
+
+/** A tenant's principals with every role present. */
+export interface ResolvedTenant {
+  agents: string[];
+  approvers: string[];
+  operators: string[];
+}
 
 /** The map split by when its ARNs are known. */
 export interface SplitTenants {

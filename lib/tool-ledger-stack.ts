@@ -1,8 +1,9 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import { LEDGER_ROLES } from './routes';
-import { ToolLedger, type ToolLedgerProps } from './tool-ledger';
+import { LEDGER_ROLES } from '../functions/contract/routes';
+import { ToolLedger } from './tool-ledger';
+import type { ToolLedgerProps } from './tool-ledger-props';
 
 /** The deployable stack: the construct, an optional alarm e-mail topic, and the outputs people need. */
 export interface ToolLedgerStackProps extends StackProps {

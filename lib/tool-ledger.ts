@@ -1,4 +1,4 @@
-import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
@@ -8,303 +8,27 @@ import { type Grant, type IGrantable, type IRole, ManagedPolicy, PolicyStatement
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
-import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { LedgerRole } from '../functions/contract/routes';
+import { LEDGER_TABLE } from '../functions/contract/table';
 import { AlarmTopic } from './alarm-topic';
 import { lambdaBundling } from './bundling';
-import type { DeclaredThroughput } from './capacity';
-import type { ReservedConcurrency } from './concurrency';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
-import { HandlerFunction, type HandlerNetwork } from './handler-function';
+import { HandlerFunction } from './handler-function';
 import { instanceName } from './instance-name';
 import { LedgerApi } from './ledger-api';
 import { LedgerTable } from './ledger-table';
 import { LedgerMonitoring } from './monitoring';
-import { type QueueSender, QueueSenderBinding } from './queue-senders';
-import type { LedgerRole } from './routes';
+import { QueueSenderBinding } from './queue-senders';
 import { resolveSettings } from './settings';
-import { type SharedWorkspace, workspaceMount } from './shared-workspace';
+import { workspaceMount } from './shared-workspace';
+import type { ToolLedgerProps } from './tool-ledger-props';
+
+export type { McpUpstreamProps, TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
+
 import { WorkQueue } from './work-queue';
-
-/** IAM principals of one tenant, by role. Role ARNs also match the role's assumed-role sessions. */
-export interface TenantPrincipals {
-  /** May run tool calls (`POST /v1/operations`) and read operations and tools. @default none */
-  readonly agents?: readonly string[];
-  /** May approve or reject operations that require approval. @default none */
-  readonly approvers?: readonly string[];
-  /** May list unresolved operations, resolve uncertain ones and run a reconciliation pass. @default none */
-  readonly operators?: readonly string[];
-}
-
-/** One upstream MCP server of the gateway. */
-export interface McpUpstreamProps {
-  /** Prefix of its tools' names: `[a-z][a-z0-9_-]{0,31}`, no dots. */
-  readonly name: string;
-  /** Its Streamable HTTP endpoint (https). */
-  readonly url: string;
-  /**
-   * Let its tool annotations drive policy: `readOnlyHint` → read path, `destructiveHint: true` →
-   * approval, `idempotentHint` → an uncertain call is retried with the same key. Untrusted tools are
-   * plain write tools whose uncertain calls go to an operator.
-   * @default false
-   */
-  readonly trusted?: boolean;
-  /** Hard deadline of one call. @default Duration.seconds(10) */
-  readonly timeout?: Duration;
-}
-
-/**
- * Everything a deployment can change. With no props at all, the construct is a complete, secure
- * deployment of the shipped tools for no tenants; bind tenants to IAM principals to let anyone in.
- */
-export interface ToolLedgerProps {
-  /**
-   * Tenants and the IAM role or user ARNs bound to each role, exactly as IAM shows them (a role's path
-   * included); a role also admits its assumed-role sessions. The API derives tenant and roles from the
-   * caller's principal; a role belongs to one tenant only (session ARNs, and one role under two
-   * tenants, are refused at synth). The API's resource policy is built from this map: on each route
-   * only the principals of the roles that route serves may invoke, whatever their identity policies
-   * say. Same-account principals need nothing more; principals of another account also need an
-   * identity policy in their own account allowing `execute-api:Invoke`. ARNs known at synth are
-   * bundled with the API handler's code, so the map is not bounded by Lambda's 4 KB environment.
-   * @default {} (no tenant: every request is 403)
-   */
-  readonly tenants?: Readonly<Record<string, TenantPrincipals>>;
-  /**
-   * Tenants the work queue may carry (SPEC §6); a message naming another tenant is not run.
-   * @default every tenant in `tenants`
-   */
-  readonly queueTenants?: readonly string[];
-  /**
-   * Who may put work on the queue, and for which tenants (SPEC §6): the executor refuses a message
-   * whose tenant its sender (SQS `SenderId`) may not act for, so one tenant's producer cannot create,
-   * retry or take the operation IDs of another. The construct's own API and reconciler roles may send
-   * for every tenant. {@link ToolLedger.grantEnqueue} with tenants adds to this list.
-   * @default only the construct's own roles (every other sender's messages are refused)
-   */
-  readonly queueSenders?: readonly QueueSender[];
-  /**
-   * An EFS access point every handler mounts as the workspace root. The workspace tools keep their
-   * effects in a folder, and each Lambda sandbox has its own `/tmp`: without a shared file system the
-   * default tools are `webhook.post` alone, and a tools module with `workspace.*` tools is refused.
-   * @default none: only tools whose effects live outside the sandbox
-   */
-  readonly sharedWorkspace?: SharedWorkspace;
-  /**
-   * Absolute path of a module whose default export is a `ToolFactory` (functions/tools/registry.ts).
-   * It replaces the handlers' `#tool-ledger/tools` import at bundling time. The construct loads it at
-   * synth to check every tool's retention and timeout (SPEC §8) and where its effects live.
-   * @default `webhook.post` alone (functions/aws-default-tools.ts); every shipped tool
-   * (functions/tools/builtin.ts) when `sharedWorkspace` is set
-   */
-  readonly toolsModule?: string;
-  /**
-   * Default retention of terminal records (`TOOL_LEDGER_RETENTION_SECONDS`). Must exceed the queue
-   * retention + DLQ retention + one day (SPEC §8), or synth fails.
-   * @default Duration.days(30)
-   */
-  readonly retention?: Duration;
-  /**
-   * Retention of tools that set their own `retention`, by tool name, checked like `retention`. The
-   * construct reads the tools module's own values; these can only make the check stricter.
-   * @default {}
-   */
-  readonly toolRetentions?: Readonly<Record<string, Duration>>;
-  /**
-   * Timeout (`timeoutMs`) of each tool, by name: synth fails when one cannot finish, with its commit,
-   * within `executorTimeout`. The construct reads the tools module's own values; these can only make
-   * the check stricter.
-   * @default {}
-   */
-  readonly toolTimeouts?: Readonly<Record<string, Duration>>;
-  /** Work queue message retention. @default Duration.days(4) */
-  readonly queueRetention?: Duration;
-  /** Dead-letter queue message retention. @default Duration.days(14) */
-  readonly deadLetterRetention?: Duration;
-  /** Receives before a work message moves to the DLQ. @default 5 */
-  readonly maxReceiveCount?: number;
-  /**
-   * Executor Lambda timeout; the work queue's visibility timeout is six times this (SPEC §6).
-   * @default Duration.minutes(2)
-   */
-  readonly executorTimeout?: Duration;
-  /** Messages per executor invocation (1 to 10). @default 5 */
-  readonly executorBatchSize?: number;
-  /**
-   * Most concurrent executor invocations the SQS event source starts (2 to 1000): a burst on the queue
-   * waits in the queue instead of flooding targets and the account's concurrency.
-   * @default 10
-   */
-  readonly executorMaxConcurrency?: number;
-  /**
-   * Reserved concurrency per handler (`false`: none, draw from the account's shared pool). The
-   * executor's must be at least `executorMaxConcurrency`, or synth fails. Reserving needs the account's
-   * concurrency quota to keep 100 unreserved: on an account with a low quota set `false`.
-   * @default api false, executor `executorMaxConcurrency`, reconciler 1 (one pass at a time)
-   */
-  readonly reservedConcurrency?: {
-    readonly api?: ReservedConcurrency;
-    readonly executor?: ReservedConcurrency;
-    readonly reconciler?: ReservedConcurrency;
-  };
-  /**
-   * How long a synchronous call may run (`TOOL_LEDGER_SYNC_WAIT_MS`); at most 27 s, which leaves the
-   * commit 2 s inside API Gateway's 29 s.
-   * @default Duration.seconds(25)
-   */
-  readonly syncWait?: Duration;
-  /** Lease length beyond a worker's hard deadline (`TOOL_LEDGER_LEASE_GRACE_MS`). @default Duration.seconds(5) */
-  readonly leaseGrace?: Duration;
-  /** Approval deadline (`TOOL_LEDGER_APPROVAL_TTL_SECONDS`). @default Duration.days(1) */
-  readonly approvalTtl?: Duration;
-  /** Let a requester approve its own operation. @default false */
-  readonly allowSelfApproval?: boolean;
-  /**
-   * Partitions of the attention GSI (`TOOL_LEDGER_ATTENTION_SHARDS`); synth refuses fewer than
-   * `declaredThroughput` needs. Raise it freely; lowering it strands records in the dropped shards.
-   * @default derived from declaredThroughput: max(8, ⌈firstExecutionsPerSecond ÷ 400⌉)
-   */
-  readonly attentionShards?: number;
-  /**
-   * The first executions per second the deployment must carry, in all and for its busiest tenant. It
-   * sets the GSI shard counts (`TOOL_LEDGER_ATTENTION_SHARDS`, `TOOL_LEDGER_UNRESOLVED_SHARDS`) so no
-   * index partition is asked for more than 80 % of its 1,000 write units per second; synth refuses a
-   * declaration the shards cannot carry. Only raise it on a live table (see README, Capacity and ceilings).
-   * @default { firstExecutionsPerSecond: 2000, perTenant: 400 }
-   */
-  readonly declaredThroughput?: DeclaredThroughput;
-  /** How often the reconciler runs (whole minutes); also its timeout. @default Duration.minutes(1) */
-  readonly reconcileInterval?: Duration;
-  /** Origins `webhook.post` may call (`https://host[:port]`), `TOOL_LEDGER_WEBHOOK_ALLOW`. @default none */
-  readonly webhookAllow?: readonly string[];
-  /**
-   * Origins whose servers dedupe on `Idempotency-Key` (`TOOL_LEDGER_WEBHOOK_IDEMPOTENT`).
-   * @default none
-   */
-  readonly webhookIdempotentOrigins?: readonly string[];
-  /**
-   * Upstream MCP servers the MCP gateway serves through the ledger, each tool as `<name>.<tool>`
-   * (`TOOL_LEDGER_MCP_UPSTREAMS`). URLs must be https; they come from here only, never from a caller.
-   * @default none
-   */
-  readonly mcpUpstreams?: readonly McpUpstreamProps[];
-  /**
-   * Extra environment variables for every handler, for a custom tools module's own settings. Names the
-   * construct sets are refused.
-   * @default {}
-   */
-  readonly environment?: Readonly<Record<string, string>>;
-  /** Memory of each handler, MB. @default 512 */
-  readonly memorySize?: number;
-  /**
-   * What happens to the table, its key and the log groups when the stack is deleted. RETAIN also turns
-   * on the table's deletion protection; use DESTROY for throwaway dev stacks only.
-   * @default RemovalPolicy.RETAIN
-   */
-  readonly removalPolicy?: RemovalPolicy;
-  /** Retention of the handlers' logs and the API access logs. @default RetentionDays.THREE_MONTHS */
-  readonly logRetention?: RetentionDays;
-  /** Active X-Ray tracing on the handlers and the API stage. @default false */
-  readonly tracing?: boolean;
-  /**
-   * `POWERTOOLS_SERVICE_NAME`, the `service` dimension the alarms read, and the REST API's name. The
-   * default is unique per instance, so several deployments share an account and region without their
-   * alarms reading each other's metrics.
-   * @default the stack name and the construct's path in it, e.g. `ToolLedger-ToolLedger`
-   */
-  readonly serviceName?: string;
-  /**
-   * Stage-wide API throttling (requests per second, burst), so one runaway agent cannot use up the
-   * account's API Gateway and Lambda quotas that every other API shares.
-   * @default { rateLimit: 100, burstLimit: 200 }
-   */
-  readonly apiThrottling?: { readonly rateLimit: number; readonly burstLimit: number };
-  /**
-   * Create `AWS::ApiGateway::Account`, the account-level role API Gateway writes execution logs with.
-   * It is one setting per account and region, shared by every REST API there: deleting the stack that
-   * owns it breaks the others' execution logs. Turn it on in one stack per account only.
-   * @default false
-   */
-  readonly apiCloudWatchRole?: boolean;
-  /** A WAFv2 web ACL (REGIONAL scope) to associate with the API stage. @default none */
-  readonly webAclArn?: string;
-  /** Bundle the AWS SDK instead of using the Lambda runtime's copy. @default false */
-  readonly bundleAwsSdk?: boolean;
-  /**
-   * Entry files of the handlers, to wrap them with your own middleware.
-   * @default functions/handlers/api.ts, executor.ts and reconciler.ts
-   */
-  readonly handlerEntries?: {
-    readonly api?: string;
-    readonly executor?: string;
-    readonly reconciler?: string;
-  };
-  /**
-   * SNS topic every alarm notifies (ALARM and OK). Subscribe your pager or e-mail to
-   * {@link ToolLedger.alarmTopic}.
-   * @default a new topic, encrypted with its own key that only this account's CloudWatch alarms may use
-   */
-  readonly alarmTopic?: ITopic;
-  /** Alarm thresholds. @default see each field */
-  readonly alarmThresholds?: {
-    /** Unresolved operations due in each pass, tolerated for 15 minutes. @default 50 */
-    readonly unresolvedOperations?: number;
-    /** p90 reconciliation latency tolerated for 15 minutes. @default Duration.minutes(10) */
-    readonly reconciliationLatency?: Duration;
-    /** Age of the oldest work message. @default Duration.minutes(15) */
-    readonly queueAge?: Duration;
-    /** Share of API responses that are 5xx, two 5-minute periods in a row. @default 0.05 */
-    readonly apiServerErrorRate?: number;
-    /** API p99 latency tolerated for 15 minutes. @default Duration.seconds(20) */
-    readonly apiLatencyP99?: Duration;
-    /** Age of the oldest dead letter. @default half of `deadLetterRetention` (7 days) */
-    readonly deadLetterAge?: Duration;
-  };
-
-  // ── Production on AWS: API limits and logs, bring your own resources ─────────────────────────────
-  /**
-   * Throttling of `POST /v1/reconciliations`: each call runs a whole reconciler pass.
-   * @default { rateLimit: 1, burstLimit: 2 }
-   */
-  readonly reconcileThrottling?: { readonly rateLimit: number; readonly burstLimit: number };
-  /**
-   * API Gateway execution logs (errors only, never request or response data). They need the account's
-   * API Gateway logging role (`apiCloudWatchRole`, or one another stack set): without it, the stage
-   * fails to deploy. Access logs are always on.
-   * @default the value of `apiCloudWatchRole`
-   */
-  readonly apiExecutionLogging?: boolean;
-  /** Per-method API metrics (billed as custom metrics); API-wide metrics are always there. @default false */
-  readonly apiDetailedMetrics?: boolean;
-  /**
-   * Use this table instead of creating one. It must have the keys, TTL attribute and GSIs of
-   * `TABLE_SCHEMA` (lib/ledger-table.ts); synth cannot see an imported table's schema.
-   * @default a new table (on demand, PITR, customer-managed key)
-   */
-  readonly table?: ITable;
-  /**
-   * The KMS key of `table`, or the key to encrypt the new table with.
-   * @default `table.encryptionKey` for a brought table; a new rotating key otherwise
-   */
-  readonly tableKey?: IKey;
-  /**
-   * Use this work queue instead of creating one; requires `deadLetterQueue`. Its visibility timeout
-   * must be at least six times `executorTimeout` and it must redrive to `deadLetterQueue`.
-   * @default a new queue (SSE, TLS only)
-   */
-  readonly queue?: IQueue;
-  /** The DLQ of `queue` (alarms watch it). @default a new queue */
-  readonly deadLetterQueue?: IQueue;
-  /**
-   * Run the executor, where tools (and `webhook.post`) run, in a VPC, so a platform team controls
-   * their egress with security groups and routes. The subnets need a path to DynamoDB and SQS (NAT or
-   * VPC endpoints).
-   * @default no VPC (the Lambda service's network, egress to anywhere)
-   */
-  readonly executorNetwork?: HandlerNetwork;
-}
 
 /**
  * tool-ledger on AWS: the DynamoDB ledger, the work queue and its DLQ, the REST API (IAM auth), the
@@ -418,7 +142,11 @@ export class ToolLedger extends Construct {
     // POST /v1/reconciliations runs a pass over the caller's tenant through `unresolved`, never the
     // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues). The
     // indexes project keys (and the states filtered on): readers fetch whole items with BatchGetItem.
-    ledgerTable.grant(api.role, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], ['unresolved']);
+    ledgerTable.grant(
+      api.role,
+      ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      [LEDGER_TABLE.indexes.unresolved.name],
+    );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
 
@@ -457,8 +185,8 @@ export class ToolLedger extends Construct {
     ledgerTable.grant(
       reconciler.role,
       ['GetItem', 'BatchGetItem', 'UpdateItem'],
-      ['attention'],
-      ['unresolved'],
+      [LEDGER_TABLE.indexes.attention.name],
+      [LEDGER_TABLE.indexes.unresolved.name],
     );
     this.queue.grantSendMessages(reconciler.role);
     // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.

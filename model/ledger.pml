@@ -5,7 +5,7 @@
  * `respond-async`, a conflicting caller who later reuses the key after expiry), the SQS executor
  * (messages delivered at least once), two reconcilers at once, an operator, an approver, and the
  * clock (lease expiry, approval deadline, retention expiry). Workers crash at every step and lose the
- * response of their commit, which they verify by reading back.
+ * response of their claim (or its request) and of their commit, which they verify by reading back.
  *
  * Every `atomic` block that writes the record is ONE conditional write: its guard is the write's
  * condition as the code sends it (functions/engine/transitions.ts, reconcile.ts, approval.ts,
@@ -34,6 +34,9 @@
 #define MAXCRASH  1   /* worker crashes in one run */
 #endif
 #define MAXLOST   1   /* commit responses lost in one run */
+#ifndef MAXLOSTCLAIM
+#define MAXLOSTCLAIM 1 /* claim requests or responses lost in one run */
+#endif
 #ifndef FIRST_TRIES
 #define FIRST_TRIES 2 /* submissions of the first caller (one retry with the same key) */
 #endif
@@ -72,8 +75,8 @@ byte tool;          /* the key's tool kind */
 bool needAppr;      /* requiresApproval */
 byte msgs;          /* work messages queued (all for the current reservation) */
 byte crashes;
-byte lost;
-byte readers;       /* processes between a read of the record and the write that follows it */
+byte lost;          /* commit responses lost */
+byte lostClaim;     /* claim requests or responses lost */
 bool tseen[3];      /* downstream keys the target has seen (it dedupes longer than our retention) */
 bool marker[3];     /* append markers by downstream key */
 
@@ -98,8 +101,16 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
   assert(allowed)
 #endif
 
-#define READ_BEGIN() holding = true; readers++
-#define READ_END() if :: holding -> holding = false; readers-- :: else -> skip fi
+/*
+ * A decision (reconciler, operator) names the reservation it read, as the code's condition on
+ * `reservation_id` does: a verdict read from one operation never lands on a new operation that reused
+ * the expired key, however long the decision took. BROKEN_DECISION_ANY_RESV leaves it out.
+ */
+#ifdef BROKEN_DECISION_ANY_RESV
+#define SAME_RESV(r) (true)
+#else
+#define SAME_RESV(r) (resv == (r))
+#endif
 
 #define ENQUEUE() if :: msgs < MAXMSG -> msgs++ :: else -> skip fi
 
@@ -116,11 +127,16 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
   if :: needAppr && apprOf[myResv] != rdig[myResv] -> effNoAppr = true :: else -> skip fi; \
   if :: d != rdig[myResv] -> effWrongDig = true :: else -> skip fi
 
-/* My lease is live: nobody has moved my attempt on and the clock has not passed its end. */
+/*
+ * My lease is live. The code compares its own clock with its lease's deadline; while the record holds
+ * that lease, that is: nobody has moved my attempt on and the lease has not expired. A phantom (a
+ * claim that never landed, taken for ours by the broken read-back) has a lease only in the worker's
+ * head, and its clock says it is live.
+ */
 #ifdef BROKEN_NO_DEADLINE
 #define MAY_START (true)
 #else
-#define MAY_START (resv == myResv && att == myAtt && st == S_pending && owner == _pid && !leaseExp)
+#define MAY_START (phantom || (resv == myResv && att == myAtt && st == S_pending && owner == _pid && !leaseExp))
 #endif
 
 /* The commit's condition (SPEC step 6): attempt = n AND lease_owner = me AND state IN (...). */
@@ -135,6 +151,24 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
 #define A_NEXT    1
 #define A_DONE    2
 #define A_ATTEMPT 3
+#define A_LOSTCLAIM 4   /* the claim was sent and its answer lost: the SDK retries or gives up */
+
+/* The claim (SPEC step 4): UpdateItem IF state IN (queued, failed_retryable) AND attempt = a AND digest. */
+#define CLAIM_WRITE \
+  CHECKED(FROM_claim(st) && TO_claim(S_pending) && BY_claim(ACT_worker)); \
+  st = S_pending; att = att + 1; owner = _pid; leaseExp = false; chk = 0; outAtt = 0; \
+  myAtt = att; myResv = resv
+
+/*
+ * A claim whose retried write failed its condition is ours if the item it returns holds our lease at
+ * our attempt (functions/engine/transitions.ts `claim`: lease_owner and attempt). The broken variant
+ * takes the failure itself for the lost answer of its own claim.
+ */
+#ifdef BROKEN_CLAIM_NO_READBACK
+#define CLAIM_IS_MINE (true)
+#else
+#define CLAIM_IS_MINE (owner == _pid && att == myAtt)
+#endif
 
 #ifdef BROKEN_NO_DIGEST_CHECK
 #define DIGOK (true)
@@ -155,14 +189,15 @@ inline handle_existing() {
 #endif
   :: ALIVE(st) && DIGOK && TERMINAL(st) -> act = A_DONE          /* replayed */
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att >= MAXATT ->
-     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal;
+     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_worker)); st = S_failed_terminal;
      act = A_NEXT
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att < MAXATT && mode == M_ASYNC -> ENQUEUE(); act = A_NEXT
   :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) ->
-     /* claim: UpdateItem IF state IN (queued, failed_retryable) AND attempt = a AND digest = record's */
-     CHECKED(FROM_claim(st) && TO_claim(S_pending));
-     st = S_pending; att = att + 1; owner = _pid; leaseExp = false; chk = 0; outAtt = 0;
-     myAtt = att; myResv = resv; act = A_ATTEMPT
+     if
+     :: skip; CLAIM_WRITE; act = A_ATTEMPT
+     :: lostClaim < MAXLOSTCLAIM -> lostClaim++; CLAIM_WRITE; act = A_LOSTCLAIM     /* landed, the response lost */
+     :: lostClaim < MAXLOSTCLAIM -> lostClaim++; myAtt = att + 1; myResv = resv; act = A_LOSTCLAIM /* lost on the way */
+     fi
   :: else -> act = A_NEXT                                        /* in progress or accepted: 409 or 202 */
   fi
 }
@@ -170,9 +205,10 @@ inline handle_existing() {
 proctype Caller(byte mode; byte d; byte maxTries) {
   byte tries, myAtt, myResv, out, act;
   bool mine;
+  bool phantom;   /* ghost: running on a claim that never landed (only the broken read-back does) */
 end_next:
   skip;
-  d_step { myAtt = 0; myResv = 0; out = 0; mine = false; act = 0; if :: mode == M_EXEC -> d = 0 :: else -> skip fi };
+  d_step { myAtt = 0; myResv = 0; out = 0; mine = false; act = 0; phantom = false; if :: mode == M_EXEC -> d = 0 :: else -> skip fi };
   if
   :: mode == M_EXEC ->
      /* a delivery: the message names the current operation */
@@ -186,20 +222,41 @@ end_next:
           resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0;
           leaseExp = false; apprExp = false; expd = false;
           if
-          :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none)); st = S_awaiting_approval; att = 0; act = A_NEXT
-          :: !needAppr && mode == M_ASYNC -> assert(FROM_reserve_queued(S_none)); st = S_queued; att = 0; ENQUEUE(); act = A_NEXT
+          :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none) && BY_reserve_awaiting_approval(ACT_reserve)); st = S_awaiting_approval; att = 0; act = A_NEXT
+          :: !needAppr && mode == M_ASYNC -> assert(FROM_reserve_queued(S_none) && BY_reserve_queued(ACT_reserve)); st = S_queued; att = 0; ENQUEUE(); act = A_NEXT
           :: !needAppr && mode != M_ASYNC ->
-             assert(FROM_reserve_pending(S_none)); st = S_pending; att = 1; owner = _pid; myAtt = 1; act = A_ATTEMPT
+             assert(FROM_reserve_pending(S_none) && BY_reserve_pending(ACT_reserve)); st = S_pending; att = 1; owner = _pid; myAtt = 1; act = A_ATTEMPT
           fi
        :: else -> handle_existing()
        fi
      }
   :: mode != M_EXEC && tries >= maxTries -> goto done
   fi;
+dispatch:
   if
   :: act == A_ATTEMPT -> skip
   :: act == A_DONE -> goto done
   :: act == A_NEXT -> goto end_next
+  :: act == A_LOSTCLAIM ->
+     if
+     :: true ->
+        atomic {
+          /* the SDK sends the same conditional write again; a failed condition returns the item (ALL_OLD) */
+          if
+          :: (st == S_queued || st == S_failed_retryable) && att + 1 == myAtt && DIGOK -> CLAIM_WRITE; act = A_ATTEMPT
+          :: else ->
+             if
+             :: CLAIM_IS_MINE -> phantom = !(owner == _pid && att == myAtt); act = A_ATTEMPT
+             :: else -> skip; handle_existing()     /* someone else moved it: the record as it is now */
+             fi
+          fi
+        }
+     :: true ->
+        /* the SDK gives up: the request fails; the executor's message is delivered again */
+        if :: mode == M_EXEC -> atomic { ENQUEUE() } :: else -> skip fi;
+        act = A_NEXT
+     fi;
+     goto dispatch
   fi;
 
 attempt:
@@ -223,7 +280,8 @@ attempt:
   atomic {
     if
     :: OWNS && (st == S_pending || (KNOWN(out) && (st == S_uncertain || st == S_needs_reconciliation || st == S_failed_retryable))) ->
-       CHECKED((FROM_record_outcome(st) && TO_record_outcome(out)) || (FROM_record_late_outcome(st) && TO_record_late_outcome(out)));
+       CHECKED((FROM_record_outcome(st) && TO_record_outcome(out) && BY_record_outcome(ACT_owner)) ||
+               (FROM_record_late_outcome(st) && TO_record_late_outcome(out) && BY_record_late_outcome(ACT_late_owner)));
        st = out; outBy = _pid; outAtt = myAtt;
        mine = true
     :: else -> mine = false                        /* superseded: stored only as late_outcome */
@@ -256,26 +314,31 @@ done:
 /*
  * The reconciler. Its decisions on pending, queued, failed_retryable and awaiting_approval records are
  * conditional writes that re-check what was read, so each is one step. Uncertain records are read,
- * the target is asked, and the verdict is written later under a condition on state and attempt:
- * anything may happen in between, including the other reconciler's decision.
+ * the target is asked, and the verdict is written later under a condition on state, attempt and
+ * reservation: anything may happen in between, including the other reconciler's decision and the
+ * key's expiry and reuse.
  */
 proctype Reconciler() {
   byte a, c, r;
-  bool verdict, known, holding;
+  bool verdict, known;
 end_loop:
   do
 #ifndef BROKEN_NO_LEASE_EXPIRY
   :: atomic { ALIVE(st) && st == S_pending && leaseExp ->
-       CHECKED(FROM_expire_lease(st) && TO_expire_lease(S_uncertain)); st = S_uncertain }
+       CHECKED(FROM_expire_lease(st) && TO_expire_lease(S_uncertain) && BY_expire_lease(ACT_reconciler)); st = S_uncertain }
 #endif
-  :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG -> msgs++ }   /* stale: enqueue again */
+  :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG ->   /* stale: enqueue again, look later */
+       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); msgs++ }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
-       CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal)); st = S_failed_terminal }
-  :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG -> msgs++ }
+       CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_reconciler)); st = S_failed_terminal }
+  :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG ->
+       CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); msgs++ }
+#ifndef BROKEN_NO_APPROVAL_EXPIRY
   :: atomic { ALIVE(st) && st == S_awaiting_approval && apprExp ->
-       CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected)); st = S_rejected }
+       CHECKED(FROM_expire_approval(st) && TO_expire_approval(S_rejected) && BY_expire_approval(ACT_reconciler)); st = S_rejected }
+#endif
   :: atomic { ALIVE(st) && st == S_uncertain ->
-       a = att; c = chk; r = resv; READ_BEGIN();
+       a = att; c = chk; r = resv;
        /* ask the target */
        if
        :: tool == T_REC ->
@@ -293,47 +356,48 @@ end_loop:
      }
      atomic {
        if
-       :: st == S_uncertain && att == a && known && verdict ->
-          CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded)); st = S_succeeded
-       :: st == S_uncertain && att == a && known && !verdict ->
-          CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable)); st = S_failed_retryable;
+       :: st == S_uncertain && att == a && SAME_RESV(r) && known && verdict ->
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded) && BY_reconcile(ACT_reconciler)); st = S_succeeded
+       :: st == S_uncertain && att == a && SAME_RESV(r) && known && !verdict ->
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable) && BY_reconcile(ACT_reconciler)); st = S_failed_retryable;
           if :: att < MAXATT -> ENQUEUE() :: else -> skip fi
-       :: st == S_uncertain && att == a && !known && c + 1 >= MAXCHK ->
-          CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation)); st = S_needs_reconciliation
-       :: st == S_uncertain && att == a && !known && c + 1 < MAXCHK && chk == c -> chk = c + 1
+       :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 >= MAXCHK ->
+          CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation) && BY_reconcile(ACT_reconciler)); st = S_needs_reconciliation
+       :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 < MAXCHK && chk == c ->
+          CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); chk = c + 1
        :: else -> skip
        fi;
-       READ_END(); a = 0; c = 0; r = 0; verdict = false; known = false
+       a = 0; c = 0; r = 0; verdict = false; known = false
      }
   od
 }
 
-/* A truthful operator: resolves from the target's real state, naming the attempt it looked at. */
+/* A truthful operator: resolves from the target's real state, naming the attempt and reservation it looked at. */
 proctype Operator() {
-  byte a;
-  bool was, holding;
+  byte a, r;
+  bool was;
 end_loop:
   do
-  :: atomic { ALIVE(st) && (st == S_uncertain || st == S_needs_reconciliation) -> a = att; was = applied[resv] > 0; READ_BEGIN() }
+  :: atomic { ALIVE(st) && (st == S_uncertain || st == S_needs_reconciliation) -> a = att; r = resv; was = applied[resv] > 0 }
      atomic {
        if
 #ifdef BROKEN_RESOLVE_ANY_STATE
        :: att == a ->
 #else
 #ifdef BROKEN_RESOLVE_NO_ATTEMPT
-       :: (st == S_uncertain || st == S_needs_reconciliation) ->
+       :: (st == S_uncertain || st == S_needs_reconciliation) && SAME_RESV(r) ->
 #else
-       :: (st == S_uncertain || st == S_needs_reconciliation) && att == a ->
+       :: (st == S_uncertain || st == S_needs_reconciliation) && att == a && SAME_RESV(r) ->
 #endif
 #endif
           if
-          :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded)); st = S_succeeded
-          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable)); st = S_failed_retryable
-          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal)); st = S_failed_terminal
+          :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded) && BY_resolve(ACT_operator)); st = S_succeeded
+          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable) && BY_resolve(ACT_operator)); st = S_failed_retryable
+          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal) && BY_resolve(ACT_operator)); st = S_failed_terminal
           fi
        :: else -> skip
        fi;
-       a = 0; was = false; READ_END()
+       a = 0; r = 0; was = false
      }
   od
 }
@@ -360,8 +424,8 @@ end_loop:
        :: dig == dg ->
 #endif
           if
-          :: true -> CHECKED(FROM_approve(st) && TO_approve(S_queued)); st = S_queued; apprOf[resv] = dg; ok = true
-          :: true -> CHECKED(FROM_reject(st) && TO_reject(S_rejected)); st = S_rejected
+          :: true -> CHECKED(FROM_approve(st) && TO_approve(S_queued) && BY_approve(ACT_approver)); st = S_queued; apprOf[resv] = dg; ok = true
+          :: true -> CHECKED(FROM_reject(st) && TO_reject(S_rejected) && BY_reject(ACT_approver)); st = S_rejected
           fi
        :: else -> skip                                /* approval_mismatch */
        fi
@@ -379,16 +443,11 @@ end_loop:
   :: atomic { st == S_pending && !leaseExp -> leaseExp = true }
   :: atomic { st == S_awaiting_approval && !apprExp -> apprExp = true }
   /*
-   * Retention runs out. Assumed: no message outlives its record (the synth-time retention check and
-   * not_after), and no decision is still between its read and its write (retention is days, a
-   * decision at most a tool's timeout): the decisions' writes name state and attempt, not the
-   * reservation, so BROKEN_NO_RETENTION_MARGIN shows what a decision slower than retention would do.
+   * Retention runs out, at any moment, also while a decision is between its read and its write (the
+   * decisions name their reservation). Assumed: no message outlives its record (the synth-time
+   * retention check and not_after).
    */
-#ifdef BROKEN_NO_RETENTION_MARGIN
   :: atomic { TERMINAL(st) && !expd && resv < MAXRESV -> expd = true; msgs = 0 }
-#else
-  :: atomic { TERMINAL(st) && !expd && resv < MAXRESV && readers == 0 -> expd = true; msgs = 0 }
-#endif
   od
 }
 

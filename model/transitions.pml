@@ -16,43 +16,69 @@
 /* States that never change again. */
 #define TERMINAL(s) (s == S_succeeded || s == S_failed_terminal || s == S_rejected)
 
-/* Transitions: FROM_x(s) holds for the states x may leave, TO_x(s) for those it may enter. */
+/* Actors: who writes. */
+#define ACT_reserve 1
+#define ACT_approver 2
+#define ACT_worker 3
+#define ACT_owner 4
+#define ACT_reconciler 5
+#define ACT_operator 6
+#define ACT_late_owner 7
+
+/* Transitions: FROM_x(s) holds for the states x may leave, TO_x(s) for those it may enter, BY_x(a) for its actors. */
 /* reserve_pending: by reserve */
 #define FROM_reserve_pending(s) (s == S_none)
 #define TO_reserve_pending(s) (s == S_pending)
+#define BY_reserve_pending(a) (a == ACT_reserve)
 /* reserve_queued: by reserve */
 #define FROM_reserve_queued(s) (s == S_none)
 #define TO_reserve_queued(s) (s == S_queued)
+#define BY_reserve_queued(a) (a == ACT_reserve)
 /* reserve_awaiting_approval: by reserve */
 #define FROM_reserve_awaiting_approval(s) (s == S_none)
 #define TO_reserve_awaiting_approval(s) (s == S_awaiting_approval)
+#define BY_reserve_awaiting_approval(a) (a == ACT_reserve)
 /* approve: by approver */
 #define FROM_approve(s) (s == S_awaiting_approval)
 #define TO_approve(s) (s == S_queued)
+#define BY_approve(a) (a == ACT_approver)
 /* reject: by approver */
 #define FROM_reject(s) (s == S_awaiting_approval)
 #define TO_reject(s) (s == S_rejected)
+#define BY_reject(a) (a == ACT_approver)
 /* expire_approval: by reconciler */
 #define FROM_expire_approval(s) (s == S_awaiting_approval)
 #define TO_expire_approval(s) (s == S_rejected)
+#define BY_expire_approval(a) (a == ACT_reconciler)
 /* claim: by worker */
 #define FROM_claim(s) (s == S_queued || s == S_failed_retryable)
 #define TO_claim(s) (s == S_pending)
-/* exhaust_attempts: by worker */
+#define BY_claim(a) (a == ACT_worker)
+/* exhaust_attempts: by worker, reconciler */
 #define FROM_exhaust_attempts(s) (s == S_failed_retryable)
 #define TO_exhaust_attempts(s) (s == S_failed_terminal)
+#define BY_exhaust_attempts(a) (a == ACT_worker || a == ACT_reconciler)
 /* record_outcome: by owner */
 #define FROM_record_outcome(s) (s == S_pending)
 #define TO_record_outcome(s) (s == S_succeeded || s == S_failed_terminal || s == S_failed_retryable || s == S_uncertain)
+#define BY_record_outcome(a) (a == ACT_owner)
 /* expire_lease: by reconciler */
 #define FROM_expire_lease(s) (s == S_pending)
 #define TO_expire_lease(s) (s == S_uncertain)
+#define BY_expire_lease(a) (a == ACT_reconciler)
 /* reconcile: by reconciler */
 #define FROM_reconcile(s) (s == S_uncertain)
 #define TO_reconcile(s) (s == S_succeeded || s == S_failed_retryable || s == S_needs_reconciliation)
+#define BY_reconcile(a) (a == ACT_reconciler)
+/* defer_attention: by reconciler, keeps the state it finds */
+#define FROM_defer_attention(s) (s == S_awaiting_approval || s == S_queued || s == S_pending || s == S_failed_retryable || s == S_uncertain)
+#define TO_defer_attention(s) (s == S_awaiting_approval || s == S_queued || s == S_pending || s == S_failed_retryable || s == S_uncertain)
+#define BY_defer_attention(a) (a == ACT_reconciler)
 /* resolve: by operator */
 #define FROM_resolve(s) (s == S_uncertain || s == S_needs_reconciliation)
 #define TO_resolve(s) (s == S_succeeded || s == S_failed_terminal || s == S_failed_retryable)
+#define BY_resolve(a) (a == ACT_operator)
 /* record_late_outcome: by late_owner */
 #define FROM_record_late_outcome(s) (s == S_uncertain || s == S_needs_reconciliation || s == S_failed_retryable)
 #define TO_record_late_outcome(s) (s == S_succeeded || s == S_failed_terminal)
+#define BY_record_late_outcome(a) (a == ACT_late_owner)

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { SETTINGS } from '../functions/contract/environment';
 
 /**
  * Local mode (`npm start`) as a child process, for end-to-end tests, the demo and the load test:
@@ -78,7 +79,7 @@ export async function startLocalStack(options: StartOptions): Promise<LocalStack
     env: {
       ...process.env,
       PORT: '0',
-      TOOL_LEDGER_DATA_DIR: options.dataDir,
+      [SETTINGS.dataDir.name]: options.dataDir,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       ...options.env,
     },

@@ -1,5 +1,6 @@
 import type { OperationState } from '../../client/api-types';
 import type { Resolution } from '../../client/tool-ledger-client';
+import { OPERATIONS_PATH, TOOLS_PATH } from '../../functions/contract/routes';
 import type { OperatorApi } from '../operator-api';
 import { type ConsoleProblem, problemOf } from './problems';
 
@@ -16,8 +17,8 @@ export interface PageRequest {
   body: unknown;
 }
 
-const OPERATION = /^\/v1\/operations\/([^/]+)$/;
-const DECISION = /^\/v1\/operations\/([^/]+)\/(approval|resolution)$/;
+const OPERATION = new RegExp(`^${OPERATIONS_PATH}/([^/]+)$`);
+const DECISION = new RegExp(`^${OPERATIONS_PATH}/([^/]+)/(approval|resolution)$`);
 const OUTCOMES: readonly string[] = ['applied', 'not_applied', 'failed'];
 
 /**
@@ -39,7 +40,7 @@ const OUTCOMES: readonly string[] = ['applied', 'not_applied', 'failed'];
  */
 export async function forward(api: OperatorApi, request: PageRequest): Promise<Forwarded> {
   const { method, path, query } = request;
-  if (path === '/v1/operations') {
+  if (path === OPERATIONS_PATH) {
     if (method !== 'GET') return { problem: problemOf('method_not_allowed') };
     const limit = query.get('limit');
     if (limit !== null && !/^\d{1,4}$/.test(limit)) {
@@ -52,7 +53,7 @@ export async function forward(api: OperatorApi, request: PageRequest): Promise<F
     });
     return { status: 200, body: { operations: page.operations, next_cursor: page.cursor ?? null } };
   }
-  if (path === '/v1/tools') {
+  if (path === TOOLS_PATH) {
     if (method !== 'GET') return { problem: problemOf('method_not_allowed') };
     return { status: 200, body: { tools: await api.tools() } };
   }

@@ -13,6 +13,8 @@ const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
   '/console.js': { file: 'console.js', type: 'text/javascript; charset=utf-8' },
   '/api.js': { file: 'api.js', type: 'text/javascript; charset=utf-8' },
   '/views.js': { file: 'views.js', type: 'text/javascript; charset=utf-8' },
+  '/queue.js': { file: 'queue.js', type: 'text/javascript; charset=utf-8' },
+  '/search.js': { file: 'search.js', type: 'text/javascript; charset=utf-8' },
   '/dom.js': { file: 'dom.js', type: 'text/javascript; charset=utf-8' },
 };
 

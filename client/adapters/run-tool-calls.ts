@@ -166,7 +166,8 @@ function renderError(operationId: string, error: unknown): RenderedResult | unde
   if (error instanceof ToolLedgerRequestError) {
     const detail: NonNullable<ToolResultEnvelope['error']> = {
       code: error.code,
-      // `detail` carries the domain's message, which never contains argument values (SPEC §5).
+      // `detail` carries the domain's message, which never contains argument values (the tool-ledger
+      // contract, §5).
       message: firstString(error.problem.detail, error.problem.title) ?? 'the tool ledger refused the call',
     };
     if (error.problem.issues !== undefined) detail.issues = error.problem.issues;

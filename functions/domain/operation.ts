@@ -97,6 +97,34 @@ export interface OperationRecord {
   history?: HistoryEntry[];
 }
 
+/**
+ * The fields of an operation a caller is shown (SPEC §5's body): what {@link toView} reads. A ledger
+ * record has them all; a read tool's answer (engine/read-tool-path.ts) has them without being a record.
+ */
+export type OperationSnapshot = Pick<
+  OperationRecord,
+  | 'operation_id'
+  | 'tool'
+  | 'state'
+  | 'arguments'
+  | 'arguments_digest'
+  | 'attempt'
+  | 'created_at'
+  | 'result'
+  | 'error'
+  | 'outcome_code'
+  | 'completed_at'
+  | 'expires_at'
+  | 'agent_run_id'
+  | 'approval'
+  | 'approval_deadline'
+  | 'resolved_by'
+  | 'reconciled'
+  | 'late_outcome'
+  | 'lease_expires_at'
+  | 'history'
+>;
+
 /** The public view of an operation (SPEC §5 response body). */
 export interface OperationView {
   operation_id: string;
@@ -141,7 +169,7 @@ export interface ViewOptions {
  * toView(record, { replayed: true }).replayed; // true
  * ```
  */
-export function toView(record: OperationRecord, options: ViewOptions = {}): OperationView {
+export function toView(record: OperationSnapshot, options: ViewOptions = {}): OperationView {
   const view: OperationView = {
     operation_id: record.operation_id,
     tool: record.tool,

@@ -37,8 +37,24 @@ export function isState(value: unknown): value is OperationState {
   return typeof value === 'string' && (STATES as readonly string[]).includes(value);
 }
 
-/** Who performs a transition: each actor may make only its own moves. */
-export type Actor = 'reserve' | 'approver' | 'worker' | 'owner' | 'reconciler' | 'operator' | 'late_owner';
+/**
+ * Who performs a transition: each actor may make only its own moves. The trace checker
+ * (scripts/verify/trace-check.ts) reads it to tell, from a log line's outcome code, which rows the line
+ * may be a move of. `worker` is whoever claims an attempt (a caller or the executor); `owner` and
+ * `late_owner` are the holder of the attempt's lease, committing its outcome in time or late.
+ */
+export const ACTORS = [
+  'reserve',
+  'approver',
+  'worker',
+  'owner',
+  'reconciler',
+  'operator',
+  'late_owner',
+] as const;
+
+/** One actor of {@link ACTORS}. */
+export type Actor = (typeof ACTORS)[number];
 
 /** Names of the transitions, one per arrow of SPEC §2. */
 export type TransitionName =
@@ -53,6 +69,7 @@ export type TransitionName =
   | 'record_outcome'
   | 'expire_lease'
   | 'reconcile'
+  | 'defer_attention'
   | 'resolve'
   | 'record_late_outcome';
 
@@ -60,39 +77,59 @@ export type TransitionName =
 export interface TransitionRule {
   readonly from: readonly (OperationState | null)[];
   readonly to: readonly OperationState[];
-  readonly actor: Actor;
+  /** Everyone who performs this move (most moves have one; exhaustion has two). */
+  readonly actors: readonly Actor[];
+  /**
+   * The move keeps the state it found (`to` is then the same list as `from`): a postponement that
+   * changes only when the record is looked at next. Such a write names the row but no new state.
+   */
+  readonly keepsState?: true;
 }
+
+/** The states whose records the reconciler looks at again later: every unresolved state but the operator's. */
+const POSTPONABLE: readonly OperationState[] = [
+  'awaiting_approval',
+  'queued',
+  'pending',
+  'failed_retryable',
+  'uncertain',
+];
 
 /** The whole machine. `null` is "no record". */
 export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
-  reserve_pending: { from: [null], to: ['pending'], actor: 'reserve' },
-  reserve_queued: { from: [null], to: ['queued'], actor: 'reserve' },
-  reserve_awaiting_approval: { from: [null], to: ['awaiting_approval'], actor: 'reserve' },
-  approve: { from: ['awaiting_approval'], to: ['queued'], actor: 'approver' },
-  reject: { from: ['awaiting_approval'], to: ['rejected'], actor: 'approver' },
-  expire_approval: { from: ['awaiting_approval'], to: ['rejected'], actor: 'reconciler' },
-  claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actor: 'worker' },
-  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actor: 'worker' },
+  reserve_pending: { from: [null], to: ['pending'], actors: ['reserve'] },
+  reserve_queued: { from: [null], to: ['queued'], actors: ['reserve'] },
+  reserve_awaiting_approval: { from: [null], to: ['awaiting_approval'], actors: ['reserve'] },
+  approve: { from: ['awaiting_approval'], to: ['queued'], actors: ['approver'] },
+  reject: { from: ['awaiting_approval'], to: ['rejected'], actors: ['approver'] },
+  expire_approval: { from: ['awaiting_approval'], to: ['rejected'], actors: ['reconciler'] },
+  claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actors: ['worker'] },
+  // A record whose attempts are used up is closed by whoever meets it next: a caller or the executor
+  // about to claim it (engine/submit-operation.ts), or the reconciler's pass (engine/reconcile.ts).
+  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actors: ['worker', 'reconciler'] },
   record_outcome: {
     from: ['pending'],
     to: ['succeeded', 'failed_terminal', 'failed_retryable', 'uncertain'],
-    actor: 'owner',
+    actors: ['owner'],
   },
-  expire_lease: { from: ['pending'], to: ['uncertain'], actor: 'reconciler' },
+  expire_lease: { from: ['pending'], to: ['uncertain'], actors: ['reconciler'] },
   reconcile: {
     from: ['uncertain'],
     to: ['succeeded', 'failed_retryable', 'needs_reconciliation'],
-    actor: 'reconciler',
+    actors: ['reconciler'],
   },
+  // The reconciler's "not yet": a live lease or approval deadline, a re-enqueue with backoff, a target
+  // that answered `unknown`. Only the attention time (and its counters) change.
+  defer_attention: { from: POSTPONABLE, to: POSTPONABLE, actors: ['reconciler'], keepsState: true },
   resolve: {
     from: ['uncertain', 'needs_reconciliation'],
     to: ['succeeded', 'failed_terminal', 'failed_retryable'],
-    actor: 'operator',
+    actors: ['operator'],
   },
   record_late_outcome: {
     from: ['uncertain', 'needs_reconciliation', 'failed_retryable'],
     to: ['succeeded', 'failed_terminal'],
-    actor: 'late_owner',
+    actors: ['late_owner'],
   },
 };
 
@@ -112,27 +149,36 @@ export function assertTransition(
   to: OperationState,
 ): void {
   const rule = TRANSITIONS[name];
-  const badFrom = from.filter((s) => !rule.from.includes(s));
+  const badFrom = from.filter((s) => !rule.from.includes(s) || (rule.keepsState && s !== to));
   if (badFrom.length > 0 || !rule.to.includes(to)) {
     throw new Error(`transition ${name} does not allow ${from.join('|')} -> ${to}`);
   }
 }
 
+/** Whether the named transition moves a record from `from` to `to` (the same state, for a postponement). */
+export function allowsMove(name: TransitionName, from: OperationState | null, to: OperationState): boolean {
+  const rule = TRANSITIONS[name];
+  return rule.from.includes(from) && rule.to.includes(to) && (!rule.keepsState || from === to);
+}
+
 /**
  * Like {@link assertTransition} for a write whose condition covers several named transitions (a
  * commit accepted from `pending` as `record_outcome` or from `uncertain` as `record_late_outcome`):
- * each expected state must be allowed, towards `to`, by at least one of them.
+ * each expected state must be allowed, towards `to`, by at least one of them. Without `to` the write
+ * keeps whatever state it finds, and each expected state must be one a postponement row keeps.
  */
 export function assertTransitions(
   names: TransitionName | readonly TransitionName[],
   from: readonly (OperationState | null)[],
-  to: OperationState,
+  to?: OperationState,
 ): void {
   const list = typeof names === 'string' ? [names] : names;
   for (const state of from) {
-    const ok = list.some(
-      (name) => TRANSITIONS[name].from.includes(state) && TRANSITIONS[name].to.includes(to),
+    const ok = list.some((name) =>
+      to === undefined
+        ? TRANSITIONS[name].keepsState === true && state !== null && allowsMove(name, state, state)
+        : allowsMove(name, state, to),
     );
-    if (!ok) throw new Error(`transitions ${list.join('|')} do not allow ${state} -> ${to}`);
+    if (!ok) throw new Error(`transitions ${list.join('|')} do not allow ${state} -> ${to ?? state}`);
   }
 }

@@ -4,8 +4,8 @@ import type { ApprovalRecord, OperationRecord } from '../domain/operation';
 import { samePrincipalForApproval } from '../domain/principal';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
-import { enqueueQuietly, toolOf } from './submit-operation';
-import { changeState } from './transitions';
+import { enqueueQuietly, toolOf } from './stored-call';
+import { approve, reject } from './transitions';
 
 /** An approver's decision on one operation. */
 export interface ApprovalRequest {
@@ -83,13 +83,10 @@ export async function decideApproval(
     arguments_digest: request.argumentsDigest,
   };
   const tool = toolOf(deps, record);
-  const result = await changeState(deps, req, record, tool, {
-    transition: decision === 'approve' ? 'approve' : 'reject',
-    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: request.argumentsDigest },
-    to: decision === 'approve' ? 'queued' : 'rejected',
-    code: decision === 'approve' ? 'approved' : 'approval_rejected',
-    set: { approval },
-  });
+  const result =
+    decision === 'approve'
+      ? await approve(deps, req, record, tool, approval)
+      : await reject(deps, req, record, tool, approval);
   if (!result.ok) {
     const current = result.current;
     if (

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { LedgerConfig } from '../config';
-import type { LedgerStore } from '../ledger/ledger-store';
 import { type LedgerMetrics, PowertoolsLedgerMetrics } from '../observability/metrics';
 import { logTransition, type TransitionSink } from '../observability/transition-log';
 import type { ToolRegistry } from '../tools/registry';
+import type { OperationStore } from './operation-store';
 import { TerminalCache } from './terminal-cache';
 import type { WorkQueue } from './work-queue';
 
@@ -12,7 +12,8 @@ import type { WorkQueue } from './work-queue';
  * mode, tests and benchmarks wire the same engine to different stores, clocks and sinks.
  */
 export interface LedgerDeps {
-  store: LedgerStore;
+  /** The ledger's storage (functions/ledger/ledger-store.ts on DynamoDB). */
+  store: OperationStore;
   tools: ToolRegistry;
   config: LedgerConfig;
   queue: WorkQueue;

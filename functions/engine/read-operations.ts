@@ -1,10 +1,9 @@
+import { operationKey } from '../contract/keys';
 import { NotFoundError, ValidationError } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
 import { isState, type OperationState } from '../domain/states';
-import { InvalidCursorError } from '../ledger/cursor';
-import { operationKey } from '../ledger/keys';
-import type { Page } from '../ledger/ledger-store';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import { InvalidCursorError, type Page } from './operation-store';
 import { isExpired } from './transitions';
 
 /**

@@ -1,14 +1,25 @@
+import { allShards } from '../contract/keys';
+import { LEDGER_METRICS } from '../contract/metrics';
 import { errorClass } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
 import type { AnyTool, ReconcileVerdict } from '../domain/tool';
-import { allShards } from '../ledger/keys';
 import { logger } from '../observability/logger';
+import { sanitize } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { backoffMs } from './record-fields';
-import { sanitize } from './run-attempt';
-import { enqueueQuietly, toolOf } from './submit-operation';
+import { enqueueQuietly, toolOf } from './stored-call';
 import { toolContext, underDeadline } from './tool-invocation';
-import { changeState, deferAttention, exhaustAttempts, expireLease } from './transitions';
+import {
+  deferAttention,
+  escalateToOperator,
+  exhaustAttempts,
+  expireApproval,
+  expireLease,
+  postponeCheck,
+  reconcileApplied,
+  reconcileNotApplied,
+  requeueLater,
+} from './transitions';
 
 /** What one pass did, for the CLI's progress lines and for tests. */
 export interface ReconcileSummary {
@@ -152,7 +163,7 @@ export async function reconcilePass(
   }
   // The stock of due records is known only after a whole, deployment-wide pass.
   if (summary.complete && options.tenant === undefined)
-    deps.metrics.gauge('UnresolvedOperations', summary.read);
+    deps.metrics.gauge(LEDGER_METRICS.unresolvedOperations, summary.read);
   deps.metrics.flush();
   return summary;
 }
@@ -242,7 +253,7 @@ async function decide(
       // off exponentially (capped at an hour) so the record is retried cheaply, never forgotten.
       const requeues = (record.requeue_count ?? 0) + 1;
       const next = req.now + Math.min(deps.config.queuedStaleMs * 2 ** (requeues - 1), 3_600_000);
-      const deferred = await deferAttention(deps, req, record, next, { requeue_count: requeues });
+      const deferred = await requeueLater(deps, req, record, next, requeues);
       if (!deferred.ok) return 'skipped';
       await enqueueQuietly(deps, record);
       return 'requeued';
@@ -252,7 +263,7 @@ async function decide(
         return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
       }
       const next = req.now + backoffMs(deps.config.retryBaseMs, record.attempt + 1);
-      const deferred = await deferAttention(deps, req, record, next);
+      const deferred = await requeueLater(deps, req, record, next);
       if (!deferred.ok) return 'skipped';
       await enqueueQuietly(deps, record);
       return 'requeued';
@@ -264,14 +275,7 @@ async function decide(
           'deferred',
         );
       }
-      const result = await changeState(deps, req, record, tool, {
-        transition: 'expire_approval',
-        expect: { states: ['awaiting_approval'], attempt: record.attempt },
-        to: 'rejected',
-        code: 'approval_expired',
-        set: { error: { code: 'approval_expired', message: 'no approval was given before the deadline' } },
-      });
-      return outcome(result, 'approval_expired');
+      return outcome(await expireApproval(deps, req, record, tool), 'approval_expired');
     }
     default:
       // Terminal and needs_reconciliation records carry no attention time; nothing to do.
@@ -305,27 +309,15 @@ async function reconcileUncertain(
   }
   const latency = Math.max(0, req.now - Date.parse(record.updated_at));
   if (verdict.status === 'applied') {
-    const { json, code } = sanitize(tool, verdict.result, args);
-    const result = await changeState(deps, req, record, tool, {
-      transition: 'reconcile',
-      expect: { states: ['uncertain'], attempt: record.attempt },
-      to: 'succeeded',
-      code: code === 'succeeded' ? 'reconciled_applied' : code,
-      set: { result: json, reconciled: true },
-    });
-    if (result.ok) deps.metrics.latency('ReconciliationLatency', tool.name, latency);
+    const result = await reconcileApplied(deps, req, record, tool, sanitize(tool, verdict.result, args));
+    if (result.ok) deps.metrics.latency(LEDGER_METRICS.reconciliationLatency, tool.name, latency);
     return outcome(result, 'reconciled_applied', deps, record);
   }
   if (verdict.status === 'not_applied') {
-    const result = await changeState(deps, req, record, tool, {
-      transition: 'reconcile',
-      expect: { states: ['uncertain'], attempt: record.attempt },
-      to: 'failed_retryable',
-      code: tool.reconcile ? 'reconciled_not_applied' : 'downstream_idempotent_retry',
-      set: tool.reconcile ? { reconciled: true } : { reconciled: true, maybe_applied: true },
-    });
+    const why = tool.reconcile ? 'target_says_not_applied' : 'downstream_idempotent';
+    const result = await reconcileNotApplied(deps, req, record, tool, why);
     if (!result.ok) return 'skipped';
-    deps.metrics.latency('ReconciliationLatency', tool.name, latency);
+    deps.metrics.latency(LEDGER_METRICS.reconciliationLatency, tool.name, latency);
     count(deps, record, 'not_applied');
     if (result.record.attempt < result.record.max_attempts) await enqueueQuietly(deps, result.record);
     return 'reconciled_not_applied';
@@ -333,13 +325,11 @@ async function reconcileUncertain(
   const checks = (record.reconcile_checks ?? 0) + 1;
   if (checks >= deps.config.maxReconcileChecks)
     return toOperator(deps, req, record, tool, 'reconcile_unknown');
-  const deferred = await deferAttention(
+  const deferred = await postponeCheck(
     deps,
     req,
     record,
     req.now + backoffMs(deps.config.retryBaseMs, checks),
-    { reconcile_checks: checks },
-    { reconcileChecks: record.reconcile_checks ?? 0 },
   );
   if (deferred.ok) count(deps, record, 'unknown');
   return deferred.ok ? 'reconcile_unknown' : 'skipped';
@@ -380,13 +370,8 @@ async function toOperator(
   tool: AnyTool | undefined,
   code: string,
 ): Promise<string> {
-  const result = await changeState(deps, req, record, tool, {
-    transition: 'reconcile',
-    expect: { states: ['uncertain'], attempt: record.attempt },
-    to: 'needs_reconciliation',
-    code,
-  });
-  if (result.ok) deps.metrics.count('NeedsReconciliation', record.tool);
+  const result = await escalateToOperator(deps, req, record, tool, code);
+  if (result.ok) deps.metrics.count(LEDGER_METRICS.needsReconciliation, record.tool);
   return outcome(result, 'needs_reconciliation', deps, record);
 }
 
@@ -402,5 +387,5 @@ function outcome(
 }
 
 function count(deps: LedgerDeps, record: OperationRecord, outcomeName: string): void {
-  deps.metrics.count('Reconciliations', record.tool, 1, outcomeName);
+  deps.metrics.count(LEDGER_METRICS.reconciliations, record.tool, 1, outcomeName);
 }

@@ -1,8 +1,9 @@
 import type { LedgerConfig } from '../config';
+import { unresolvedPartition } from '../contract/index-shards';
+import { attentionShard } from '../contract/keys';
+import { LEDGER_TABLE } from '../contract/table';
 import type { OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
-import { unresolvedPartition } from '../ledger/index-shards';
-import { attentionShard } from '../ledger/keys';
 
 /**
  * The index attributes an unresolved record carries: the attention GSI (when the reconciler has
@@ -24,18 +25,21 @@ export function unresolvedFields(
   return fields;
 }
 
+const ATTENTION = LEDGER_TABLE.indexes.attention;
+const UNRESOLVED = LEDGER_TABLE.indexes.unresolved;
+
 /** Attributes a record loses when it leaves the reconciler's view. */
 export const ATTENTION_ATTRIBUTES = [
-  'attention_shard',
-  'attention_at',
+  ATTENTION.partitionKey.name,
+  ATTENTION.sortKey.name,
 ] as const satisfies readonly (keyof OperationRecord)[];
 
 /** Attributes a terminal record loses: it is in no index and holds no lease. */
 export const UNRESOLVED_ATTRIBUTES = [
-  'attention_shard',
-  'attention_at',
-  'unresolved_tenant',
-  'unresolved_at',
+  ATTENTION.partitionKey.name,
+  ATTENTION.sortKey.name,
+  UNRESOLVED.partitionKey.name,
+  UNRESOLVED.sortKey.name,
 ] as const satisfies readonly (keyof OperationRecord)[];
 
 /** Fields every terminal record gets: completion time and DynamoDB TTL (epoch seconds). */

@@ -2,11 +2,11 @@ import { StateChangedError, ValidationError } from '../domain/errors';
 import { assertIJsonValue } from '../domain/i-json';
 import type { OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
+import { MAX_RESULT_BYTES } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
-import { MAX_RESULT_BYTES } from './run-attempt';
-import { toolOf } from './submit-operation';
-import { changeState } from './transitions';
+import { toolOf } from './stored-call';
+import { RESOLUTION_TARGETS, resolveByOperator } from './transitions';
 
 /** An operator's resolution of an operation the reconciler could not decide. */
 export interface ResolutionRequest {
@@ -22,12 +22,6 @@ export interface ResolutionRequest {
    */
   attempt: unknown;
 }
-
-const TARGET: Record<'applied' | 'not_applied' | 'failed', OperationState> = {
-  applied: 'succeeded',
-  not_applied: 'failed_retryable',
-  failed: 'failed_terminal',
-};
 
 /**
  * Resolves `uncertain | needs_reconciliation` by an operator (SPEC §5): applied → succeeded (with
@@ -77,10 +71,10 @@ export async function resolveOperation(
       { path: '$.result', message: 'invalid' },
     ]);
   }
-  const to = TARGET[outcome];
+  const to = RESOLUTION_TARGETS[outcome];
   const record = await getOperation(deps, req, request.tenant, request.operationId);
   if (isSameResolution(record, to, outcome, attempt)) return { record, changed: false };
-  if (!isResolvable(record.state)) {
+  if (record.state !== 'uncertain' && record.state !== 'needs_reconciliation') {
     throw new StateChangedError('only uncertain or needs_reconciliation operations can be resolved', {
       state: record.state,
     });
@@ -91,31 +85,12 @@ export async function resolveOperation(
       attempt: record.attempt,
     });
   }
-  const set: Partial<OperationRecord> = { resolved_by: request.principal };
-  if (resultJson !== undefined) set.result = resultJson;
-  if (outcome === 'failed')
-    set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
-  const resolve = (base: OperationRecord) =>
-    changeState(deps, req, base, toolOf(deps, base), {
-      transition: 'resolve',
-      expect: { states: [base.state], attempt },
-      to,
-      code: `resolved_${outcome}`,
-      set,
-    });
-  let result = await resolve(record);
-  const moved = result.ok ? undefined : result.current;
-  if (
-    moved &&
-    moved.state !== record.state &&
-    isResolvable(moved.state) &&
-    moved.attempt === attempt &&
-    moved.reservation_id === record.reservation_id
-  ) {
-    // The reconciler gave up on it (uncertain → needs_reconciliation) since the read: still this
-    // operator's to resolve.
-    result = await resolve(moved);
-  }
+  const result = await resolveByOperator(deps, req, record, toolOf(deps, record), {
+    outcome,
+    principal: request.principal,
+    attempt,
+    ...(resultJson === undefined ? {} : { result: resultJson }),
+  });
   if (!result.ok) {
     if (result.current && isSameResolution(result.current, to, outcome, attempt)) {
       return { record: result.current, changed: false };
@@ -125,11 +100,6 @@ export async function resolveOperation(
     });
   }
   return { record: result.record, changed: true };
-}
-
-/** The states an operator resolves. */
-function isResolvable(state: OperationState): boolean {
-  return state === 'uncertain' || state === 'needs_reconciliation';
 }
 
 /**

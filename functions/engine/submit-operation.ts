@@ -1,14 +1,15 @@
+import { operationKey } from '../contract/keys';
+import { LEDGER_METRICS } from '../contract/metrics';
 import { IdempotencyConflictError } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
 import { isTerminal } from '../domain/states';
-import type { AnyTool } from '../domain/tool';
-import { operationKey } from '../ledger/keys';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
-import { notAfterFor } from './not-after';
 import { type PreparedCall, prepareCall } from './prepare-call';
 import { backoffMs } from './record-fields';
 import { runAttempt } from './run-attempt';
+import { enqueueQuietly } from './stored-call';
+import type { SubmitResult } from './submit-result';
 import {
   type Caller,
   claim,
@@ -18,7 +19,6 @@ import {
   newLease,
   reserve,
 } from './transitions';
-import type { WorkMessage } from './work-queue';
 
 /** How a call wants to be served. */
 export type SubmitMode =
@@ -36,19 +36,6 @@ export interface SubmitRequest extends Caller {
   arguments: unknown;
   mode: SubmitMode;
 }
-
-/**
- * What became of a call. The HTTP and SQS adapters map each kind to a status or an acknowledgement.
- * - `completed`: terminal (201); `replayed` when this request did not run it.
- * - `retryable`: this request's attempt ended `failed_retryable` (503).
- * - `in_progress`: a worker holds a live lease (409).
- * - `accepted`: queued, awaiting approval, uncertain, needs reconciliation, or pending with an expired lease (202).
- */
-export type SubmitResult =
-  | { kind: 'completed'; record: OperationRecord; replayed: boolean }
-  | { kind: 'retryable'; record: OperationRecord; retryAfterSeconds: number }
-  | { kind: 'in_progress'; record: OperationRecord; retryAfterSeconds: number }
-  | { kind: 'accepted'; record: OperationRecord; retryAfterSeconds: number; replayed: boolean };
 
 /**
  * The flow of one call (SPEC §3): validate and digest, reserve, then replay, conflict, report, or run
@@ -114,13 +101,13 @@ async function existingRecord(
 ): Promise<SubmitResult> {
   const tool = call.tool;
   if (record.arguments_digest !== call.digest) {
-    deps.metrics.count('Conflicts', tool.name);
+    deps.metrics.count(LEDGER_METRICS.conflicts, tool.name);
     logObservation(deps, req, record, tool, 'idempotency_key_reused', false);
     throw new IdempotencyConflictError(record.operation_id, record.arguments_digest);
   }
   if (isTerminal(record.state)) {
     deps.cache.put(record);
-    deps.metrics.count('Replays', tool.name);
+    deps.metrics.count(LEDGER_METRICS.replays, tool.name);
     logObservation(deps, req, record, tool, 'replayed', true);
     return { kind: 'completed', record, replayed: true };
   }
@@ -143,7 +130,7 @@ async function existingRecord(
     return claimed.current ? existingRecord(deps, req, call, claimed.current, mode, depth + 1) : gone(record);
   }
   if (record.state === 'pending' && (record.lease_expires_at ?? 0) > req.now) {
-    deps.metrics.count('InProgressRejections', tool.name);
+    deps.metrics.count(LEDGER_METRICS.inProgressRejections, tool.name);
     logObservation(deps, req, record, tool, 'operation_in_progress', false);
     return { kind: 'in_progress', record, retryAfterSeconds: 1 };
   }
@@ -201,42 +188,4 @@ function accepted(deps: LedgerDeps, record: OperationRecord, replayed: boolean):
 
 function gone(record: OperationRecord): never {
   throw new Error(`operation record ${record.operation_id} vanished while being claimed`);
-}
-
-/**
- * Sends the work message for a record. A failed send is logged, not thrown: the record is durable,
- * and the reconciler re-enqueues `queued` records that were not started (SPEC §7).
- */
-export async function enqueueQuietly(deps: LedgerDeps, record: OperationRecord): Promise<boolean> {
-  try {
-    await deps.queue.enqueue(workMessageFor(record, deps.clock()));
-    return true;
-  } catch (error) {
-    logger.warn('enqueue failed; the reconciler will enqueue again', {
-      operation_id: record.operation_id,
-      error_class: error instanceof Error ? error.name : typeof error,
-    });
-    return false;
-  }
-}
-
-/**
- * The work message that re-creates a record's call (same operation ID, same arguments), sent at `now`:
- * its `not_after` keeps a redriven copy from outliving the record (engine/not-after.ts).
- */
-export function workMessageFor(record: OperationRecord, now: number): WorkMessage {
-  const message: WorkMessage = {
-    operation_id: record.operation_id,
-    tenant: record.tenant,
-    tool: record.tool,
-    arguments: JSON.parse(record.arguments),
-    not_after: notAfterFor(record, now),
-  };
-  if (record.agent_run_id !== undefined) message.agent_run_id = record.agent_run_id;
-  return message;
-}
-
-/** The tool of a stored record, if still registered (reconciler and operator paths). */
-export function toolOf(deps: LedgerDeps, record: OperationRecord): AnyTool | undefined {
-  return deps.tools.find(record.tool);
 }

@@ -1,12 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import { operationKey } from '../contract/keys';
+import { LEDGER_METRICS } from '../contract/metrics';
 import { LedgerUnavailableError } from '../domain/errors';
-import type { HistoryEntry, LateOutcome, OperationError, OperationRecord } from '../domain/operation';
+import type {
+  ApprovalRecord,
+  HistoryEntry,
+  LateOutcome,
+  OperationError,
+  OperationRecord,
+} from '../domain/operation';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
-import { operationKey } from '../ledger/keys';
-import type { Expectation, TransitionWrite, WriteResult } from '../ledger/ledger-store';
 import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
 import type { PreparedCall } from './prepare-call';
 import {
   ATTENTION_ATTRIBUTES,
@@ -17,9 +24,12 @@ import {
 } from './record-fields';
 
 /**
- * The named transitions of SPEC §2, one function each. Every function is one conditional write (plus
- * a consistent read when the condition fails) and logs one line when the state changes. None of them
- * ever overwrites a record it did not expect: a failed condition returns what was found.
+ * The named transitions of SPEC §2, one function each, every one a row of the table in
+ * functions/domain/states.ts that the store asserts before it writes. Every function is one
+ * conditional write (plus a consistent read when the condition fails) and logs one line when the
+ * state changes. None of them ever overwrites a record it did not expect: a failed condition returns
+ * what was found. Decision code (approval, reconcile, resolution) decides and calls these; it never
+ * builds a write.
  */
 
 /** The right of one worker to run one attempt. */
@@ -142,7 +152,7 @@ export async function claim(
   const next = record.attempt + 1;
   const result = await write(deps, req, record, tool, {
     transition: 'claim',
-    // The state it read, `queued` or `failed_retryable`.
+    // The state it read, `queued` or `failed_retryable`: the claim is conditioned on that one.
     expect: { states: [record.state], attempt: record.attempt, digest: record.arguments_digest },
     to: 'pending',
     set: {
@@ -199,9 +209,13 @@ export interface AttemptOutcome {
   durationMs: number;
 }
 
+/**
+ * Writes a commit may take: one per state the record can pass through at one attempt while the owner
+ * commits (pending, uncertain, needs_reconciliation, failed_retryable), and transport retries.
+ */
 const COMMIT_TRIES = 4;
 
-/** States from which an owner's outcome may still land: from `pending` any outcome, from the others a known one. */
+/** States from which an owner's known outcome may still land: a late outcome of the same attempt. */
 const LATE_OUTCOME_STATES: readonly OperationState[] = [
   'uncertain',
   'needs_reconciliation',
@@ -210,19 +224,21 @@ const LATE_OUTCOME_STATES: readonly OperationState[] = [
 
 /**
  * Records the outcome of attempt `n` by its lease owner (SPEC §3 step 6). The condition is
- * `attempt = n AND lease_owner = me AND state = s`, where `s` is the state the owner last read: `pending`
- * (the claim or reservation it made) for any outcome; `uncertain`, `needs_reconciliation` or
+ * `attempt = n AND lease_owner = me AND state = s`, where `s` is the state the owner last read:
+ * `pending` (the claim or reservation it made) for any outcome; `uncertain`, `needs_reconciliation` or
  * `failed_retryable` (a late outcome of the same attempt, after the reconciler or an operator moved the
- * record) for a known one only. A write that fails in transit is retried with the same condition and
- * verified by reading back (`outcome_by`). A record that moved to a state a known outcome may still
- * replace, same attempt and same owner, is committed again against what it is now. An outcome for a
- * superseded attempt is stored as `late_outcome` and counted.
+ * record) for a known one only. These are the states the one condition `state IN (…)` accepted before
+ * the record was built locally (store.transition): a record that moved to one of them, same attempt
+ * and same owner, is committed again against what it is now, conditioned on attempt and owner as
+ * before. A write that fails in transit is retried with the same condition and verified by reading
+ * back (`outcome_by`). An outcome for a superseded attempt is stored as `late_outcome` and counted.
  *
  * ```
  *  owner ─ UpdateItem IF attempt=n ∧ lease_owner=me ∧ state=s ─▶ ok: committed
  *            │ transport error ──▶ retry same write (≤4) ──▶ condition failed?
  *            └ condition failed ─▶ read: outcome_by=me ∧ state=ours? committed (lost response)
- *                                        attempt=n, moved to s' a known outcome replaces? again with s'
+ *                                        attempt=n ∧ lease_owner=me, moved to s' a known outcome
+ *                                          replaces? the same write again, conditioned on s'
  *                                        attempt>n? late_outcome annotation
  * ```
  */
@@ -261,6 +277,8 @@ export async function recordOutcome(
     return remove;
   };
 
+  // The record as the owner last read it: the one it claimed or reserved, then what a failed
+  // condition returned.
   let base = record;
   let lastError: unknown;
   for (let i = 0; i < COMMIT_TRIES; i++) {
@@ -287,7 +305,7 @@ export async function recordOutcome(
       continue;
     }
     if (result.ok) {
-      if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
+      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
       return result.record;
     }
     const current = result.current;
@@ -302,7 +320,7 @@ export async function recordOutcome(
         code: outcome.outcomeCode,
         durationMs: outcome.durationMs,
       });
-      if (outcome.state === 'uncertain') deps.metrics.count('UncertainOutcomes', tool.name);
+      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
       return current;
     }
     if (
@@ -339,7 +357,7 @@ async function recordLateOutcome(
     at: iso(deps.clock()),
   };
   await deps.store.annotateLateOutcome({ pk: current.pk, sk: current.sk }, attempt, late);
-  deps.metrics.count('LateOutcomes', tool.name);
+  deps.metrics.count(LEDGER_METRICS.lateOutcomes, tool.name);
   deps.log(
     line(current, tool, req, {
       attempt,
@@ -379,8 +397,185 @@ export async function expireLease(
   );
 }
 
-/** Generic state change used by the reconciler, operators and approvers; see the named wrappers. */
-export interface StateChange {
+/**
+ * `awaiting_approval → queued` (`approve`): an approver's yes, bound to the digest it saw. The caller
+ * enqueues the work message once this has landed.
+ */
+export async function approve(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  approval: ApprovalRecord,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'approve',
+    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: approval.arguments_digest },
+    to: 'queued',
+    code: 'approved',
+    set: { approval },
+  });
+}
+
+/** `awaiting_approval → rejected` (`reject`): an approver's no, bound to the digest it saw. */
+export async function reject(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  approval: ApprovalRecord,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'reject',
+    expect: { states: ['awaiting_approval'], attempt: record.attempt, digest: approval.arguments_digest },
+    to: 'rejected',
+    code: 'approval_rejected',
+    set: { approval },
+  });
+}
+
+/** `awaiting_approval → rejected` (`expire_approval`): the reconciler, once the approval deadline passed. */
+export async function expireApproval(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'expire_approval',
+    expect: { states: ['awaiting_approval'], attempt: record.attempt },
+    to: 'rejected',
+    code: 'approval_expired',
+    set: { error: { code: 'approval_expired', message: 'no approval was given before the deadline' } },
+  });
+}
+
+/**
+ * `uncertain → succeeded` (`reconcile`): the target says the effect happened. `sanitized` is its
+ * result as the tool's sanitizer left it (engine/attempt-outcome.ts); the record is marked `reconciled`.
+ */
+export async function reconcileApplied(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  sanitized: { json: string; code: string },
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'reconcile',
+    expect: { states: ['uncertain'], attempt: record.attempt },
+    to: 'succeeded',
+    code: sanitized.code === 'succeeded' ? 'reconciled_applied' : sanitized.code,
+    set: { result: sanitized.json, reconciled: true },
+  });
+}
+
+/**
+ * `uncertain → failed_retryable` (`reconcile`): the next attempt may run. Either the target says the
+ * effect did not happen (`reconciled_not_applied`), or it cannot say but dedupes on the downstream key
+ * (`downstream_idempotent_retry`), and then the record remembers that the effect may have happened
+ * (`maybe_applied`), so an exhausted operation does not claim it never ran.
+ */
+export async function reconcileNotApplied(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  why: 'target_says_not_applied' | 'downstream_idempotent',
+): Promise<WriteResult> {
+  const asked = why === 'target_says_not_applied';
+  return changeState(deps, req, record, tool, {
+    transition: 'reconcile',
+    expect: { states: ['uncertain'], attempt: record.attempt },
+    to: 'failed_retryable',
+    code: asked ? 'reconciled_not_applied' : 'downstream_idempotent_retry',
+    set: asked ? { reconciled: true } : { reconciled: true, maybe_applied: true },
+  });
+}
+
+/**
+ * `uncertain → needs_reconciliation` (`reconcile`): the reconciler cannot decide (`code` says why:
+ * `no_reconcile`, `reconcile_unknown`, `tool_unregistered`); an operator must.
+ */
+export async function escalateToOperator(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  code: string,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'reconcile',
+    expect: { states: ['uncertain'], attempt: record.attempt },
+    to: 'needs_reconciliation',
+    code,
+  });
+}
+
+/** An operator's verdict on one attempt (SPEC §5) and what it moves the record to. */
+export interface Resolution {
+  outcome: 'applied' | 'not_applied' | 'failed';
+  /** Principal label of the operator, recorded as `resolved_by`. */
+  principal: string;
+  /** The attempt the operator checked: the write lands only while the record is still at it. */
+  attempt: number;
+  /** JSON text of the result the operator recorded (`applied` only). */
+  result?: string;
+}
+
+/** The state each resolution outcome moves an operation to. */
+export const RESOLUTION_TARGETS: Readonly<Record<Resolution['outcome'], OperationState>> = {
+  applied: 'succeeded',
+  not_applied: 'failed_retryable',
+  failed: 'failed_terminal',
+};
+
+/** The states an operator resolves. */
+const RESOLVABLE_STATES: readonly OperationState[] = ['uncertain', 'needs_reconciliation'];
+
+/**
+ * `uncertain | needs_reconciliation → succeeded | failed_retryable | failed_terminal` (`resolve`): an
+ * operator's verdict, at the attempt they checked, with `resolved_by`. Conditioned on the state the
+ * record was read in, its attempt and its reservation; if the reconciler gave up on it in between
+ * (`uncertain → needs_reconciliation`, same attempt, same reservation), the verdict is written again
+ * against what it is now, under the same conditions: the states one `state IN (…)` condition accepted
+ * before the record was built locally (store.transition).
+ */
+export async function resolveByOperator(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  resolution: Resolution,
+): Promise<WriteResult> {
+  const set: Partial<OperationRecord> = { resolved_by: resolution.principal };
+  if (resolution.result !== undefined) set.result = resolution.result;
+  if (resolution.outcome === 'failed')
+    set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
+  const resolve = (base: OperationRecord) =>
+    changeState(deps, req, base, tool, {
+      transition: 'resolve',
+      expect: { states: [base.state], attempt: resolution.attempt },
+      to: RESOLUTION_TARGETS[resolution.outcome],
+      code: `resolved_${resolution.outcome}`,
+      set,
+    });
+  const result = await resolve(record);
+  const moved = result.ok ? undefined : result.current;
+  if (
+    moved &&
+    moved.state !== record.state &&
+    RESOLVABLE_STATES.includes(moved.state) &&
+    moved.attempt === resolution.attempt &&
+    moved.reservation_id === record.reservation_id
+  ) {
+    return resolve(moved);
+  }
+  return result;
+}
+
+/** A decision's write: the transition, what it expects, the new state, its outcome code and fields. */
+interface StateChange {
   transition: TransitionName;
   expect: Expectation;
   to: OperationState;
@@ -389,10 +584,10 @@ export interface StateChange {
 }
 
 /**
- * Performs a state change that ends or re-arms a record: terminal targets get `expires_at` and leave
- * both indexes; others get the attention time of their new state.
+ * Performs a decision's state change (an approver's, the reconciler's, an operator's): terminal
+ * targets get `expires_at` and leave both indexes; others get the attention time of their new state.
  */
-export async function changeState(
+async function changeState(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
@@ -433,11 +628,57 @@ export async function changeState(
 }
 
 /**
- * Moves a record's attention time without changing its state (a reconcile check that answered
- * `unknown`, a re-enqueue). Conditional on state, attempt and the attention time that was read, so of
- * two reconcilers that saw the same due record only one wins the right to act on it.
+ * `X → X` (`defer_attention`): the reconciler looks at a record again at `nextAt` without changing its
+ * state (a lease or an approval deadline still running). Conditional on state, attempt and the
+ * attention time that was read, so of two reconcilers that saw the same due record only one wins the
+ * right to act on it.
  */
 export async function deferAttention(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  return postpone(deps, req, record, nextAt);
+}
+
+/**
+ * `queued → queued` or `failed_retryable → failed_retryable` (`defer_attention`): the reconciler takes
+ * the right to send the record's work message again, and looks again at `nextAt` if it does not run.
+ * A `queued` record counts its re-sends (`requeueCount`), which sets its backoff.
+ */
+export async function requeueLater(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+  requeueCount?: number,
+): Promise<WriteResult> {
+  return postpone(
+    deps,
+    req,
+    record,
+    nextAt,
+    requeueCount === undefined ? {} : { requeue_count: requeueCount },
+  );
+}
+
+/**
+ * `uncertain → uncertain` (`defer_attention`): the target answered `unknown`; ask again at `nextAt`,
+ * counting the check. Also conditional on the count that was read, so two passes count one answer once.
+ */
+export async function postponeCheck(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  const checks = record.reconcile_checks ?? 0;
+  return postpone(deps, req, record, nextAt, { reconcile_checks: checks + 1 }, { reconcileChecks: checks });
+}
+
+/** The one write of every `defer_attention`: a new attention time, the state kept. */
+async function postpone(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
@@ -446,7 +687,7 @@ export async function deferAttention(
   expect: Partial<Expectation> = {},
 ): Promise<WriteResult> {
   return deps.store.transition(record, {
-    transition: 'reconcile',
+    transition: 'defer_attention',
     expect: {
       states: [record.state],
       attempt: record.attempt,
@@ -481,14 +722,15 @@ async function write(
   const result = await deps.store.transition(record, w);
   if (result.ok && w.to !== undefined) {
     logLine(deps, req, result.record, record.state, w.to, tool, {
-      code: extra.code ?? null,
+      // A write that sets its outcome code names it on its line too (attempts_exhausted).
+      code: extra.code ?? w.set.outcome_code ?? null,
       durationMs: extra.durationMs,
     });
   }
   return result;
 }
 
-/** One transition line, built in one literal in the order of SPEC §9's fields. */
+/** One transition line, built in one literal in the order of the contract's fields. */
 function line(
   record: OperationRecord,
   tool: AnyTool | undefined,

@@ -1,9 +1,10 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { readSetting, SETTINGS } from '../contract/environment';
 import { AccessError, errorClass, LedgerError, NotFoundError } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { logger } from '../observability/logger';
 import type { Runtime } from '../wiring';
-import type { Authenticator, Identity } from './auth';
+import type { Authenticator, Identity } from './identity';
 import { problemResponse } from './problem';
 import { HttpRequest } from './request';
 import { matchRoute } from './router';
@@ -30,7 +31,7 @@ export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: 
   // On Lambda one invocation runs per sandbox at a time, so the context can sit on the shared logger
   // (every line, transitions included, gets `function_request_id`); local mode serves requests
   // concurrently, where it would name another request's ID.
-  const perInvocationContext = process.env.TOOL_LEDGER_LOCAL !== 'true';
+  const perInvocationContext = !readSetting(process.env, SETTINGS.local);
   return async (event, context) => {
     if (perInvocationContext && context) logger.addContext(context);
     const req = newRequest(deps, context?.awsRequestId, remainingTime(context));
@@ -80,6 +81,42 @@ export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: 
         logger.warn('metrics flush failed', { error_class: errorClass(error) });
       }
     }
+  };
+}
+
+/**
+ * The API Lambda's handler (API Gateway REST proxy integration, SPEC §5): the runtime (DynamoDB client,
+ * tools, queue) and the authenticator are built on the first invocation and kept for the sandbox's
+ * life. A configuration error answers 500 `internal_error` and is logged by class only, since its
+ * message may quote configuration; the next invocation tries again. The gateway's upstream tools are
+ * listed at the first invocation and relisted while one is missing.
+ *
+ * @example
+ * ```ts
+ * export const handler = lambdaApiHandler(() => {
+ *   const runtime = buildRuntime(tools);
+ *   return { runtime, authenticator: authenticatorFromEnv() };
+ * });
+ * ```
+ */
+export function lambdaApiHandler(
+  build: () => { runtime: Pick<Runtime, 'deps' | 'refreshTools'>; authenticator: Authenticator },
+): ApiHandler {
+  let built: ApiHandler | undefined;
+  let refreshTools: () => Promise<void> = async () => {};
+  return async (event, context) => {
+    if (!built) {
+      try {
+        const { runtime, authenticator } = build();
+        built = createApiHandler(runtime, authenticator);
+        refreshTools = runtime.refreshTools;
+      } catch (error) {
+        logger.error('api configuration failed', { code: 'internal_error', error_class: errorClass(error) });
+        return problemResponse(error, context?.awsRequestId ?? 'unknown');
+      }
+    }
+    await refreshTools();
+    return built(event, context);
   };
 }
 

@@ -1,8 +1,9 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { SETTINGS } from '../contract/environment';
+import { TENANT_PATTERN } from '../contract/table';
 import { AccessError } from '../domain/errors';
 import { canonicalArn } from '../domain/principal';
-import { TENANT_PATTERN } from '../ledger/keys';
-import type { Authenticator, Identity, Role } from './auth';
+import type { Authenticator, Identity, Role } from './identity';
 
 /** `TOOL_LEDGER_IAM_TENANTS`: per tenant, the IAM principals of each role. */
 export type IamTenants = Record<string, { agents?: string[]; approvers?: string[]; operators?: string[] }>;
@@ -41,13 +42,14 @@ export class IamAuthenticator implements Authenticator {
     try {
       config = JSON.parse(json);
     } catch {
-      throw new Error('TOOL_LEDGER_IAM_TENANTS is not JSON');
+      throw new Error(`${SETTINGS.iamTenants.name} is not JSON`);
     }
     if (!config || typeof config !== 'object' || Array.isArray(config)) {
-      throw new Error('TOOL_LEDGER_IAM_TENANTS must be an object of tenants');
+      throw new Error(`${SETTINGS.iamTenants.name} must be an object of tenants`);
     }
     for (const [tenant, lists] of Object.entries(config as IamTenants)) {
-      if (!TENANT_PATTERN.test(tenant)) throw new Error('TOOL_LEDGER_IAM_TENANTS names an invalid tenant');
+      if (!TENANT_PATTERN.test(tenant))
+        throw new Error(`${SETTINGS.iamTenants.name} names an invalid tenant`);
       if (!lists || typeof lists !== 'object') throw new Error(`tenant ${tenant} must be an object`);
       for (const [list, role] of LISTS) {
         const arns = lists[list] ?? [];

@@ -1,16 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { SETTINGS } from '../contract/environment';
+import { TENANT_PATTERN } from '../contract/table';
 import { AccessError } from '../domain/errors';
-import { TENANT_PATTERN } from '../ledger/keys';
-import type { Authenticator, Identity, Role } from './auth';
+import { type Authenticator, type Identity, ROLES, type Role } from './identity';
 import { HttpRequest } from './request';
-
-/** SPEC §10's default tokens, used only in local mode when `TOOL_LEDGER_TOKENS` is unset. */
-export const DEV_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
 
 /** Characters a configured token may use (RFC 6750 `b64token`, without the `=` that splits entries). */
 const TOKEN = /^[A-Za-z0-9._~+/-]{1,512}$/;
-const ROLE_NAMES = new Set<string>(['agent', 'approver', 'operator']);
+const ROLE_NAMES = new Set<string>(ROLES);
 
 /**
  * Bearer tokens from configuration (local mode, or a deployment that chooses them):
@@ -34,7 +32,7 @@ export class BearerTokenAuthenticator implements Authenticator {
     spec.split(',').forEach((raw, index) => {
       const entry = raw.trim();
       if (entry === '') return;
-      const bad = () => new Error(`TOOL_LEDGER_TOKENS entry ${index + 1} is not token=tenant:role+role`);
+      const bad = () => new Error(`${SETTINGS.tokens.name} entry ${index + 1} is not token=tenant:role+role`);
       const eq = entry.indexOf('=');
       const colon = entry.lastIndexOf(':');
       if (eq < 1 || colon < eq) throw bad();
@@ -46,12 +44,12 @@ export class BearerTokenAuthenticator implements Authenticator {
       const hash = sha256(token);
       const principal = `token:${hash.slice(0, 8)}`;
       if (this.byHash.has(hash) || principals.has(principal)) {
-        throw new Error(`TOOL_LEDGER_TOKENS entry ${index + 1} repeats a token`);
+        throw new Error(`${SETTINGS.tokens.name} entry ${index + 1} repeats a token`);
       }
       principals.add(principal);
       this.byHash.set(hash, { tenant, principal, roles: new Set(roles as Role[]) });
     });
-    if (this.byHash.size === 0) throw new Error('TOOL_LEDGER_TOKENS names no token');
+    if (this.byHash.size === 0) throw new Error(`${SETTINGS.tokens.name} names no token`);
   }
 
   /** Every tenant some token belongs to (local mode binds its work queue to them, SPEC §6). */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { readSetting, SETTINGS } from '../contract/environment';
 import type { IamTenants } from './auth-iam';
 
 /**
@@ -14,20 +15,20 @@ import type { IamTenants } from './auth-iam';
  * ```
  */
 export function iamTenantsJson(env: NodeJS.ProcessEnv): string {
-  const inline = env.TOOL_LEDGER_IAM_TENANTS ?? '{}';
-  const file = env.TOOL_LEDGER_IAM_TENANTS_FILE;
+  const inline = readSetting(env, SETTINGS.iamTenants);
+  const file = readSetting(env, SETTINGS.iamTenantsFile);
   if (!file) return inline;
   let bundled: string;
   try {
     bundled = readFileSync(file, 'utf8');
   } catch {
     // The path is configuration, not a secret; the content is never logged.
-    throw new Error(`TOOL_LEDGER_IAM_TENANTS_FILE cannot be read: ${file}`);
+    throw new Error(`${SETTINGS.iamTenantsFile.name} cannot be read: ${file}`);
   }
   const merged: IamTenants = {};
   for (const [source, json] of [
-    ['TOOL_LEDGER_IAM_TENANTS_FILE', bundled],
-    ['TOOL_LEDGER_IAM_TENANTS', inline],
+    [SETTINGS.iamTenantsFile.name, bundled],
+    [SETTINGS.iamTenants.name, inline],
   ] as const) {
     let part: unknown;
     try {

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { type OperationRecord, toView, type ViewOptions } from '../domain/operation';
+import { operationPath } from '../contract/routes';
+import { type OperationSnapshot, toView, type ViewOptions } from '../domain/operation';
 
 /** What every route answers: an API Gateway proxy result. */
 export type ApiResponse = APIGatewayProxyResult;
@@ -39,7 +40,7 @@ export function respond(status: number, body: unknown, options: RespondOptions =
  * IDs with `/`, `?`, `#` or `%` round-trip and nothing a caller chose can break the header.
  */
 export function operationLocation(operationId: string): string {
-  return `/v1/operations/${encodeURIComponent(operationId)}`;
+  return operationPath(operationId);
 }
 
 /**
@@ -52,7 +53,7 @@ export function operationLocation(operationId: string): string {
  */
 export function operationResponse(
   status: number,
-  record: OperationRecord,
+  record: OperationSnapshot,
   view: ViewOptions = {},
   headers: Record<string, string> = {},
 ): ApiResponse {

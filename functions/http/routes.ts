@@ -1,3 +1,4 @@
+import { LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
 import {
   AccessError,
   LedgerError,
@@ -9,31 +10,21 @@ import { toView } from '../domain/operation';
 import { assertOperationId, parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
 import { decideApproval } from '../engine/approval';
-import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { getOperation, listUnresolved } from '../engine/read-operations';
 import { reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
-import { type SubmitResult, submitOperation } from '../engine/submit-operation';
+import { submitOperation } from '../engine/submit-operation';
+import type { SubmitResult } from '../engine/submit-result';
 import { logger } from '../observability/logger';
 import type { ToolDescription } from '../tools/registry';
-import type { Identity, Role } from './auth';
 import { ApprovalBody, parseBody, ReconciliationBody, ResolutionBody, SubmitBody } from './bodies';
+import type { Role } from './identity';
 import { problemResponse } from './problem';
-import type { HttpRequest } from './request';
 import { type ApiResponse, operationLocation, operationResponse, respond } from './responses';
+import type { RouteContext } from './route-context';
 import type { RouteSpec } from './router';
 
-/** What a route handler receives: the engine, this request, the caller, the captured path segments. */
-export interface RouteContext {
-  deps: LedgerDeps;
-  req: RequestContext;
-  request: HttpRequest;
-  identity: Identity;
-  /** Raw (percent-encoded) path captures. */
-  params: Record<string, string>;
-}
-
-/** One route of SPEC §5. */
+/** One route of SPEC §5: its address and roles from the contract, and its handler. */
 export interface Route extends RouteSpec {
   /** Stable name for logs (the pattern, never the concrete path, which holds an operation ID). */
   name: string;
@@ -42,55 +33,33 @@ export interface Route extends RouteSpec {
   handle(ctx: RouteContext): Promise<ApiResponse>;
 }
 
-const ANY_ROLE: readonly Role[] = ['agent', 'approver', 'operator'];
-
 /**
- * The HTTP API (SPEC §5), one entry per route. Reading an operation and listing tools is open to every
- * role of the tenant, because approvers and operators must see what they decide on; submitting needs
- * `agent`, approving `approver`, resolving, listing the reconciliation queue and running a
- * reconciliation pass `operator`. `POST /mcp` is the MCP front door (functions/mcp/).
+ * The handler of each route of the contract (functions/contract/routes.ts), by its handle. Reading an
+ * operation and listing tools is open to every role of the tenant, because approvers and operators
+ * must see what they decide on; submitting needs `agent`, approving `approver`, resolving, listing the
+ * reconciliation queue and running a reconciliation pass `operator`. `POST /mcp` is the MCP front door
+ * (functions/mcp/): any role may list tools, and tools/call itself checks for `agent`. A route of the
+ * contract without a handler here, or a handler without a route, does not compile.
  */
-export const ROUTES: readonly Route[] = [
-  {
-    name: 'POST /v1/operations',
-    method: 'POST',
-    pattern: '/v1/operations',
-    roles: ['agent'],
-    handle: submit,
-  },
-  { name: 'GET /v1/operations', method: 'GET', pattern: '/v1/operations', roles: ['operator'], handle: list },
-  {
-    name: 'GET /v1/operations/{id}',
-    method: 'GET',
-    pattern: '/v1/operations/{id}',
-    roles: ANY_ROLE,
-    handle: read,
-  },
-  {
-    name: 'POST /v1/operations/{id}/approval',
-    method: 'POST',
-    pattern: '/v1/operations/{id}/approval',
-    roles: ['approver'],
-    handle: approve,
-  },
-  {
-    name: 'POST /v1/operations/{id}/resolution',
-    method: 'POST',
-    pattern: '/v1/operations/{id}/resolution',
-    roles: ['operator'],
-    handle: resolve,
-  },
-  {
-    name: 'POST /v1/reconciliations',
-    method: 'POST',
-    pattern: '/v1/reconciliations',
-    roles: ['operator'],
-    handle: reconcileNow,
-  },
-  { name: 'GET /v1/tools', method: 'GET', pattern: '/v1/tools', roles: ANY_ROLE, handle: tools },
-  // The MCP front door: any role may list tools; tools/call itself checks for `agent`.
-  { name: 'POST /mcp', method: 'POST', pattern: '/mcp', roles: ANY_ROLE, handle: mcp },
-];
+const HANDLERS: Readonly<Record<RouteId, (ctx: RouteContext) => Promise<ApiResponse>>> = {
+  submit,
+  list,
+  read,
+  approve,
+  resolve,
+  reconcile: reconcileNow,
+  tools,
+  mcp,
+};
+
+/** The HTTP API (SPEC §5): every route of the contract with its handler, in the contract's order. */
+export const ROUTES: readonly Route[] = LEDGER_ROUTES.map((route) => ({
+  name: routeName(route),
+  method: route.method,
+  pattern: route.path,
+  roles: route.roles,
+  handle: HANDLERS[route.id],
+}));
 
 /**
  * `POST /mcp`: the MCP front door. The MCP SDK's server is loaded by the first call to this route, so

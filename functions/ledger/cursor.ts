@@ -1,5 +1,6 @@
+import { LEDGER_TABLE, OPERATION_SK, TENANT_PATTERN } from '../contract/table';
 import { MAX_OPERATION_ID_LENGTH } from '../domain/operation-id';
-import { OPERATION_SK, TENANT_PATTERN } from './keys';
+import { InvalidCursorError } from '../engine/operation-store';
 
 /**
  * The opaque paging cursor of the GSI queries: base64url JSON of DynamoDB's `LastEvaluatedKey`. A
@@ -17,14 +18,6 @@ export interface CursorShape {
   sortAttribute: string;
   /** When set, the item key must be one of this tenant's operations. */
   tenant?: string;
-}
-
-/** A cursor that this store did not issue. */
-export class InvalidCursorError extends Error {
-  constructor() {
-    super('invalid cursor');
-    this.name = 'InvalidCursorError';
-  }
 }
 
 /**
@@ -76,7 +69,12 @@ export function decodeCursor(
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new InvalidCursorError();
   const key = value as Record<string, unknown>;
-  const expected = ['pk', 'sk', shape.partition.attribute, shape.sortAttribute];
+  const expected = [
+    LEDGER_TABLE.partitionKey.name,
+    LEDGER_TABLE.sortKey.name,
+    shape.partition.attribute,
+    shape.sortAttribute,
+  ];
   const keys = Object.keys(key);
   const sort = key[shape.sortAttribute];
   const valid =

@@ -8,74 +8,33 @@ import {
   PutItemCommand,
   QueryCommand,
   type QueryCommandInput,
+  ScanCommand,
+  type ScanCommandOutput,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { unresolvedPartitions } from '../contract/index-shards';
+import { LEDGER_TABLE } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
-import type { HistoryEntry, OperationRecord } from '../domain/operation';
+import type { OperationRecord } from '../domain/operation';
+import { assertTransition, type OperationState, type TransitionName } from '../domain/states';
 import {
-  assertTransition,
-  assertTransitions,
-  type OperationState,
-  type TransitionName,
-} from '../domain/states';
-import { decodeCursor, encodeCursor, InvalidCursorError } from './cursor';
-import { unresolvedPartitions } from './index-shards';
-import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
+  InvalidCursorError,
+  type ItemKey,
+  type OpenOperations,
+  type OperationStore,
+  type Page,
+  type ReserveResult,
+  type TransitionWrite,
+  type WriteResult,
+} from '../engine/operation-store';
+import { decodeCursor, encodeCursor } from './cursor';
+import { PowertoolsReadCache } from './read-cache';
+import { fromAttributes, fromItem, toAttributes, toItem } from './record-item';
 import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
+import { transitionUpdate } from './transition-update';
 
-/** Key of one operation item. */
-export interface ItemKey {
-  pk: string;
-  sk: string;
-}
-
-/** What a conditional update expects to find. Every field given becomes part of the condition. */
-export interface Expectation {
-  /** The state the record was read in: exactly `[record.state]` (see {@link LedgerStore.transition}). */
-  states: readonly OperationState[];
-  attempt?: number;
-  leaseOwner?: string;
-  digest?: string;
-  /** Only with `lease_expires_at < leaseExpiredBefore` (epoch ms). */
-  leaseExpiredBefore?: number;
-  /** Only while `reconcile_checks` is exactly this (absent counts as 0). */
-  reconcileChecks?: number;
-  /** Only while `attention_at` is exactly this: the reconciler's optimistic lock on a due record. */
-  attentionAt?: number;
-  /**
-   * Only while the record is still this reservation: a decision read from one operation never lands on
-   * a new operation that reused the expired key, however long the decision took.
-   */
-  reservationId?: string;
-}
-
-/** One conditional transition of one item. */
-export interface TransitionWrite {
-  /** The transition(s) this write performs; every expected state must be allowed by one of them. */
-  transition: TransitionName | readonly TransitionName[];
-  expect: Expectation;
-  /** The new state; omit for a write that keeps the state (lease extension, reconcile backoff). */
-  to?: OperationState;
-  set: Partial<OperationRecord>;
-  remove?: readonly (keyof OperationRecord)[];
-  history?: HistoryEntry;
-}
-
-/** Result of a conditional write: the new record, or what was found instead. */
-export type WriteResult =
-  | { ok: true; record: OperationRecord }
-  | { ok: false; current: OperationRecord | undefined };
-
-/** Result of a reservation. */
-export type ReserveResult = { created: true } | { created: false; existing: OperationRecord | undefined };
-
-/** A page of records from a GSI. */
-export interface Page {
-  items: OperationRecord[];
-  /** Opaque; pass back to continue. */
-  cursor: string | undefined;
-}
+const ATTENTION = LEDGER_TABLE.indexes.attention;
+const UNRESOLVED = LEDGER_TABLE.indexes.unresolved;
 
 /** Construction options for {@link LedgerStore}. */
 export interface LedgerStoreOptions {
@@ -85,7 +44,7 @@ export interface LedgerStoreOptions {
 }
 
 /**
- * The DynamoDB ledger: single-item conditional writes only (no transactions), so it runs the same on
+ * The DynamoDB implementation of the engine's storage port ({@link OperationStore}): single-item conditional writes only (no transactions), so it runs the same on
  * DynamoDB and dynalite. Each method is one round trip, plus a consistent GetItem after a failed
  * condition where the store does not return the old item.
  *
@@ -99,14 +58,17 @@ export interface LedgerStoreOptions {
  * const rec = await store.get({ pk: 'acme#run-42', sk: 'op' });
  * ```
  */
-export class LedgerStore {
+export class LedgerStore implements OperationStore {
   readonly tableName: string;
-  /** The DynamoDB client the store was built on (the read-tool path persists through it too). */
+  /** The DynamoDB client the store was built on. */
   readonly client: DynamoDBClient;
+  /** Read-tool results, in items of their own in the same table (ledger/read-cache.ts). */
+  readonly readCache: PowertoolsReadCache;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
+    this.readCache = new PowertoolsReadCache(options.client, options.tableName);
   }
 
   /** Reads one record with a strongly consistent read. */
@@ -161,19 +123,20 @@ export class LedgerStore {
 
   /**
    * One conditional UpdateItem that performs a named transition on `record`, the record as its caller
-   * read it. The condition names the state it was read in (exactly that one) and, where given,
-   * attempt, lease owner, digest, reservation and attention time. On a failed condition the current
-   * record is read and returned: a write never overwrites what it did not expect.
+   * read it (the update and its condition: ledger/transition-update.ts). The condition names the state
+   * it was read in (exactly that one) and, where given, attempt, lease owner, digest, reservation and
+   * attention time. On a failed condition the current record is read and returned: a write never
+   * overwrites what it did not expect.
    *
-   * On success the new record is `record` with the write applied, built here rather than asked back
-   * (`ReturnValues: NONE`: a smaller answer for DynamoDB to build and for the SDK to parse). It is
-   * exact in every attribute a transition governs: the record is still in the state it was read in,
-   * and at one attempt no state comes back, so no transition happened in between; every transition
-   * sets or removes the attention and index attributes itself. What another writer may have changed
-   * meanwhile without a transition is a `late_outcome` annotation (also missing from a terminal
-   * record cached before it landed), or the reconciler's `attention_at`, `requeue_count` and
-   * `reconcile_checks` bookkeeping, which no caller reads from a write's result; a later write
-   * conditioned on a stale value fails its condition and reads the record afresh, it never overwrites.
+   * On success the new record is `record` with the write applied, built locally rather than asked
+   * back (no `ALL_NEW`: a smaller answer for DynamoDB to build and for the SDK to parse). It is exact in
+   * every attribute a transition governs: the record is still in the state it was read in, and at one
+   * attempt no state comes back, so no transition happened in between; every transition sets or
+   * removes the attention and index attributes itself. What another writer may have changed meanwhile
+   * without a transition is a `late_outcome` annotation (also missing from a terminal record cached
+   * before it landed), or the reconciler's `attention_at`, `requeue_count` and `reconcile_checks`
+   * bookkeeping, which no caller reads from a write's result; a later write conditioned on a stale value
+   * fails its condition and reads the record afresh, it never overwrites.
    *
    * ```
    *  UpdateItem(SET …, REMOVE …) IF state = s ∧ attempt = n ∧ …
@@ -182,60 +145,7 @@ export class LedgerStore {
    * ```
    */
   async transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult> {
-    const expect = write.expect;
-    if (expect.states.length !== 1 || expect.states[0] !== record.state) {
-      // The new record is built from the one read: the write must be conditioned on its state.
-      throw new Error(`a transition must expect the state it read (${record.state}), not ${expect.states}`);
-    }
-    if (write.to !== undefined) assertTransitions(write.transition, expect.states, write.to);
-    const next = { ...record } as unknown as Record<string, unknown>;
-    const x = new Placeholders();
-    let update = '';
-    const assign = (attr: string, value: unknown) => {
-      update += `${update === '' ? 'SET ' : ', '}${x.name(attr)} = ${x.value(value)}`;
-      next[attr] = value;
-    };
-    for (const attr in write.set) {
-      const value = write.set[attr as keyof OperationRecord];
-      if (value !== undefined) assign(attr, value);
-    }
-    if (write.to !== undefined) assign('state', write.to);
-    if (write.history) {
-      const history = x.name('history');
-      update +=
-        `${update === '' ? 'SET ' : ', '}${history} = ` +
-        `list_append(if_not_exists(${history}, ${x.value([])}), ${x.value([JSON.stringify(write.history)])})`;
-      next.history = [...(record.history ?? []), write.history];
-    }
-    const remove = write.remove ?? [];
-    for (let i = 0; i < remove.length; i++) {
-      const attr = remove[i] as string;
-      update += `${i === 0 ? ' REMOVE ' : ', '}${x.name(attr)}`;
-      delete next[attr];
-    }
-
-    // The state condition alone also requires the item to exist: a missing attribute equals nothing.
-    let condition = `${x.name('state')} = ${x.value(record.state)}`;
-    const equal = (attr: string, value: unknown) => {
-      if (value !== undefined) condition += ` AND ${x.name(attr)} = ${x.value(value)}`;
-    };
-    equal('attempt', expect.attempt);
-    equal('lease_owner', expect.leaseOwner);
-    equal('arguments_digest', expect.digest);
-    if (expect.leaseExpiredBefore !== undefined) {
-      condition += ` AND ${x.name('lease_expires_at')} < ${x.value(expect.leaseExpiredBefore)}`;
-    }
-    if (expect.reconcileChecks !== undefined) {
-      const checks = x.name('reconcile_checks');
-      const value = x.value(expect.reconcileChecks);
-      condition +=
-        expect.reconcileChecks === 0
-          ? ` AND (attribute_not_exists(${checks}) OR ${checks} = ${value})`
-          : ` AND ${checks} = ${value}`;
-    }
-    equal('attention_at', expect.attentionAt);
-    equal('reservation_id', expect.reservationId);
-
+    const { update, condition, names, values, next } = transitionUpdate(record, write);
     const key = { pk: record.pk, sk: record.sk };
     try {
       await call(() =>
@@ -245,13 +155,13 @@ export class LedgerStore {
             Key: toAttributes(key),
             UpdateExpression: update,
             ConditionExpression: condition,
-            ExpressionAttributeNames: x.names,
-            ExpressionAttributeValues: toAttributes(x.values),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: toAttributes(values),
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
-      return { ok: true, record: next as unknown as OperationRecord };
+      return { ok: true, record: next };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const current = error.Item ? fromItem(error.Item) : await this.get(key);
@@ -275,7 +185,7 @@ export class LedgerStore {
             TableName: this.tableName,
             Key: toAttributes(key),
             UpdateExpression: 'SET late_outcome = :lo',
-            ConditionExpression: 'attribute_exists(pk) AND attempt > :n',
+            ConditionExpression: `attribute_exists(${LEDGER_TABLE.partitionKey.name}) AND attempt > :n`,
             ExpressionAttributeValues: toAttributes({ ':lo': lateOutcome, ':n': attempt }),
           }),
         ),
@@ -294,13 +204,13 @@ export class LedgerStore {
   async queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
     const out = await this.query({
       TableName: this.tableName,
-      IndexName: ATTENTION_INDEX,
-      KeyConditionExpression: 'attention_shard = :shard AND attention_at <= :due',
+      IndexName: ATTENTION.name,
+      KeyConditionExpression: `${ATTENTION.partitionKey.name} = :shard AND ${ATTENTION.sortKey.name} <= :due`,
       ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
       Limit: limit,
       ExclusiveStartKey: decodeCursor(cursor, {
-        partition: { attribute: 'attention_shard', value: shard },
-        sortAttribute: 'attention_at',
+        partition: { attribute: ATTENTION.partitionKey.name, value: shard },
+        sortAttribute: ATTENTION.sortKey.name,
       }),
     });
     const items = (await this.fetchItems(out.items)).filter(
@@ -335,14 +245,14 @@ export class LedgerStore {
     const partition = partitions[shard] as string;
     const out = await this.query({
       TableName: this.tableName,
-      IndexName: UNRESOLVED_INDEX,
-      KeyConditionExpression: 'unresolved_tenant = :tenant',
-      FilterExpression: 'attention_at <= :due',
+      IndexName: UNRESOLVED.name,
+      KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
+      FilterExpression: `${ATTENTION.sortKey.name} <= :due`,
       ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
       Limit: limit,
       ExclusiveStartKey: decodeCursor(keyCursor, {
-        partition: { attribute: 'unresolved_tenant', value: partition },
-        sortAttribute: 'unresolved_at',
+        partition: { attribute: UNRESOLVED.partitionKey.name, value: partition },
+        sortAttribute: UNRESOLVED.sortKey.name,
         tenant,
       }),
     });
@@ -370,8 +280,8 @@ export class LedgerStore {
     const queryShard = async (shard: number, from: Record<string, unknown> | undefined) => {
       const input: PlainQuery = {
         TableName: this.tableName,
-        IndexName: UNRESOLVED_INDEX,
-        KeyConditionExpression: 'unresolved_tenant = :tenant',
+        IndexName: UNRESOLVED.name,
+        KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
         ExpressionAttributeValues: { ':tenant': partitions[shard] },
         ScanIndexForward: false,
         Limit: options.limit,
@@ -391,8 +301,8 @@ export class LedgerStore {
       const page = await queryShard(
         0,
         decodeCursor(options.cursor, {
-          partition: { attribute: 'unresolved_tenant', value: tenant },
-          sortAttribute: 'unresolved_at',
+          partition: { attribute: UNRESOLVED.partitionKey.name, value: tenant },
+          sortAttribute: UNRESOLVED.sortKey.name,
           tenant,
         }),
       );
@@ -408,6 +318,32 @@ export class LedgerStore {
       (r) => r.unresolved_tenant !== undefined && (options.state === undefined || r.state === options.state),
     );
     return { items, cursor };
+  }
+
+  /**
+   * Counts the unresolved records by scanning the sparse `unresolved` index, which holds them alone,
+   * reading only `state`: the cost grows with the unresolved operations, never with the table (SPEC §7).
+   */
+  async countOpen(): Promise<OpenOperations> {
+    const counts: OpenOperations = { unresolved: 0, needsReconciliation: 0 };
+    let start: ScanCommandOutput['LastEvaluatedKey'];
+    do {
+      const page = await this.client.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          IndexName: UNRESOLVED.name,
+          ProjectionExpression: '#state',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        counts.unresolved += 1;
+        if (item.state?.S === 'needs_reconciliation') counts.needsReconciliation += 1;
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return counts;
   }
 
   /** One Query, with plain values in and plain entries and key out. */
@@ -467,83 +403,11 @@ export class LedgerStore {
   }
 }
 
-/**
- * The placeholders of one request's expressions. An attribute name gets one `#n…` however often it is
- * used, and an equal string, number or boolean one `:v…` (a commit's outcome code and state, its lease
- * owner and `outcome_by`, its two timestamps): a shorter request for the SDK to serialize and for
- * DynamoDB to validate. Names always go through placeholders, so no attribute can clash with a
- * reserved word.
- */
-class Placeholders {
-  readonly names: Record<string, string> = {};
-  readonly values: Record<string, unknown> = {};
-  private readonly byName = new Map<string, string>();
-  private readonly byValue = new Map<unknown, string>();
-
-  /** The placeholder of an attribute name. */
-  name(attr: string): string {
-    let ref = this.byName.get(attr);
-    if (ref === undefined) {
-      ref = `#n${this.byName.size}`;
-      this.byName.set(attr, ref);
-      this.names[ref] = attr;
-    }
-    return ref;
-  }
-
-  /** The placeholder of a value; lists and maps always get their own. */
-  value(value: unknown): string {
-    const scalar = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-    let ref = scalar ? this.byValue.get(value) : undefined;
-    if (ref === undefined) {
-      ref = `:v${Object.keys(this.values).length}`;
-      this.values[ref] = value;
-      if (scalar) this.byValue.set(value, ref);
-    }
-    return ref;
-  }
-}
-
 /** A Query whose values and start key are plain JavaScript values. */
 type PlainQuery = Omit<QueryCommandInput, 'ExpressionAttributeValues' | 'ExclusiveStartKey'> & {
   ExpressionAttributeValues: Record<string, unknown>;
   ExclusiveStartKey?: Record<string, unknown> | undefined;
 };
-
-/**
- * DynamoDB's attribute values of a plain object. Undefined values are left out (an absent attribute),
- * as the record's optional fields are; class instances are refused rather than stored as maps.
- */
-function toAttributes(value: object): Record<string, AttributeValue> {
-  return marshall(value, { removeUndefinedValues: true, convertClassInstanceToMap: false });
-}
-
-/** A plain object from DynamoDB's attribute values (numbers as JavaScript numbers). */
-function fromAttributes<T>(item: Record<string, AttributeValue>): T {
-  return unmarshall(item) as T;
-}
-
-/**
- * The item of a record. Each history entry is stored as its JSON text, an element of a list of
- * strings: a map per entry costs every write (the SDK's serializer and DynamoDB's validation walk it
- * attribute by attribute) for a field the ledger only ever appends to and shows.
- */
-function toItem(record: OperationRecord): Record<string, AttributeValue> {
-  if (record.history === undefined) return toAttributes(record);
-  return toAttributes({ ...record, history: record.history.map((entry) => JSON.stringify(entry)) });
-}
-
-/** The record of an item; history entries written as maps (before they were stored as text) read as they are. */
-function fromItem(item: Record<string, AttributeValue>): OperationRecord {
-  const record = unmarshall(item) as OperationRecord;
-  const history = record.history as unknown[] | undefined;
-  if (history !== undefined) {
-    record.history = history.map((entry) =>
-      typeof entry === 'string' ? (JSON.parse(entry) as HistoryEntry) : (entry as HistoryEntry),
-    );
-  }
-  return record;
-}
 
 /**
  * Runs one SDK call. Conditional failures pass through for the caller to handle; every other service

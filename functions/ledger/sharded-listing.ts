@@ -1,3 +1,5 @@
+import { LEDGER_TABLE } from '../contract/table';
+
 /**
  * Newest first across the shards of one tenant's `unresolved` partitions. Each shard is read in its
  * own order (descending `unresolved_at`); the page is the newest of what the shards returned, but only
@@ -25,7 +27,12 @@ export interface ShardPage {
 export type ShardQuery = (shard: number, from: Record<string, unknown> | undefined) => Promise<ShardPage>;
 
 /** The index key attributes of an entry: what DynamoDB accepts as `ExclusiveStartKey`. */
-export const LISTING_KEY_ATTRIBUTES = ['pk', 'sk', 'unresolved_tenant', 'unresolved_at'] as const;
+export const LISTING_KEY_ATTRIBUTES = [
+  LEDGER_TABLE.partitionKey.name,
+  LEDGER_TABLE.sortKey.name,
+  LEDGER_TABLE.indexes.unresolved.partitionKey.name,
+  LEDGER_TABLE.indexes.unresolved.sortKey.name,
+] as const;
 
 /**
  * One merged page: at most `limit` entries, newest first, and the positions to continue from

@@ -7,50 +7,55 @@ import {
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
-import { UNRESOLVED_PROJECTION } from './index-shards';
-import { ATTENTION_INDEX, UNRESOLVED_INDEX } from './keys';
+import { type IndexSchema, type KeyAttribute, LEDGER_INDEXES, LEDGER_TABLE } from '../contract/table';
+import type { OperationRecord } from '../domain/operation';
 
 /**
- * The ledger table as local mode and tests create it. The CDK construct declares the same keys and
- * indexes (checked by the CDK tests); keep the two in step.
+ * Every attribute the table's keys name is a field of the record the engine writes: a key renamed in
+ * the contract (functions/contract/table.ts) without the record following does not compile.
+ */
+export const KEY_FIELDS: readonly (keyof OperationRecord)[] = [
+  LEDGER_TABLE.partitionKey.name,
+  LEDGER_TABLE.sortKey.name,
+  LEDGER_TABLE.ttlAttribute,
+  LEDGER_TABLE.indexes.attention.partitionKey.name,
+  LEDGER_TABLE.indexes.attention.sortKey.name,
+  LEDGER_TABLE.indexes.unresolved.partitionKey.name,
+  LEDGER_TABLE.indexes.unresolved.sortKey.name,
+];
+
+/**
+ * The ledger table as local mode and tests create it, from the contract the CDK construct declares it
+ * from (functions/contract/table.ts): the same keys, indexes and projections on both.
  */
 export function ledgerTableDefinition(tableName: string): CreateTableCommandInput {
+  const keyAttributes: KeyAttribute[] = [LEDGER_TABLE.partitionKey, LEDGER_TABLE.sortKey];
+  for (const index of LEDGER_INDEXES) keyAttributes.push(index.partitionKey, index.sortKey);
   return {
     TableName: tableName,
     BillingMode: 'PAY_PER_REQUEST',
-    AttributeDefinitions: [
-      { AttributeName: 'pk', AttributeType: 'S' },
-      { AttributeName: 'sk', AttributeType: 'S' },
-      { AttributeName: 'attention_shard', AttributeType: 'S' },
-      { AttributeName: 'attention_at', AttributeType: 'N' },
-      { AttributeName: 'unresolved_tenant', AttributeType: 'S' },
-      { AttributeName: 'unresolved_at', AttributeType: 'N' },
-    ],
+    AttributeDefinitions: keyAttributes.map((key) => ({ AttributeName: key.name, AttributeType: key.type })),
     KeySchema: [
-      { AttributeName: 'pk', KeyType: 'HASH' },
-      { AttributeName: 'sk', KeyType: 'RANGE' },
+      { AttributeName: LEDGER_TABLE.partitionKey.name, KeyType: 'HASH' },
+      { AttributeName: LEDGER_TABLE.sortKey.name, KeyType: 'RANGE' },
     ],
-    GlobalSecondaryIndexes: [
-      {
-        IndexName: ATTENTION_INDEX,
-        KeySchema: [
-          { AttributeName: 'attention_shard', KeyType: 'HASH' },
-          { AttributeName: 'attention_at', KeyType: 'RANGE' },
-        ],
-        // The reconciler reads the items it acts on (consistent BatchGetItem): keys are all it needs.
-        Projection: { ProjectionType: 'KEYS_ONLY' },
-      },
-      {
-        IndexName: UNRESOLVED_INDEX,
-        KeySchema: [
-          { AttributeName: 'unresolved_tenant', KeyType: 'HASH' },
-          { AttributeName: 'unresolved_at', KeyType: 'RANGE' },
-        ],
-        // The listing filters on the state, then reads the page's items whole.
-        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...UNRESOLVED_PROJECTION] },
-      },
-    ],
+    GlobalSecondaryIndexes: LEDGER_INDEXES.map((index) => ({
+      IndexName: index.name,
+      KeySchema: [
+        { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
+        { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
+      ],
+      Projection: projectionOf(index),
+    })),
   };
+}
+
+function projectionOf(
+  index: IndexSchema,
+): NonNullable<CreateTableCommandInput['GlobalSecondaryIndexes']>[number]['Projection'] {
+  return index.projection.type === 'INCLUDE'
+    ? { ProjectionType: 'INCLUDE', NonKeyAttributes: [...index.projection.attributes] }
+    : { ProjectionType: 'KEYS_ONLY' };
 }
 
 /**
@@ -73,7 +78,7 @@ export async function ensureLedgerTable(client: DynamoDBClient, tableName: strin
     await client.send(
       new UpdateTimeToLiveCommand({
         TableName: tableName,
-        TimeToLiveSpecification: { AttributeName: 'expires_at', Enabled: true },
+        TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },
       }),
     );
   } catch {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { SETTINGS } from '../contract/environment';
 
 /**
  * One process per data folder. Two stacks on one folder would be two ledgers over one set of files
@@ -26,7 +27,7 @@ export class DataFolderInUseError extends Error {
   ) {
     super(
       `the data folder ${dataDir} is in use by ${pid === undefined ? 'another process' : `process ${pid}`}` +
-        ' (one tool-ledger per data folder: stop it, or set TOOL_LEDGER_DATA_DIR to another folder)',
+        ` (one tool-ledger per data folder: stop it, or set ${SETTINGS.dataDir.name} to another folder)`,
     );
     this.name = 'DataFolderInUseError';
   }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { API_RESOURCES, API_STAGE } from '../contract/routes';
 import { errorClass, ValidationError } from '../domain/errors';
 import { problemResponse } from '../http/problem';
 import { logger } from '../observability/logger';
@@ -23,20 +24,6 @@ export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Prom
 
 /** API Gateway's payload quota for REST APIs; the handler enforces SPEC §5's smaller limit itself. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
-
-/** The stage name local events carry (the deployed stage is `prod` too). */
-const STAGE = 'prod';
-
-/** The resources of SPEC §5, as API Gateway names them; `{id}` becomes `pathParameters.id`. */
-const RESOURCES = [
-  '/v1/operations',
-  '/v1/operations/{id}',
-  '/v1/operations/{id}/approval',
-  '/v1/operations/{id}/resolution',
-  '/v1/reconciliations',
-  '/v1/tools',
-  '/mcp',
-] as const;
 
 /**
  * An HTTP server on 127.0.0.1 in front of an API handler.
@@ -286,8 +273,8 @@ export function toEvent(
         userAgent: headerValue(req, 'user-agent'),
         userArn: null,
       },
-      path: `/${STAGE}${path}`,
-      stage: STAGE,
+      path: `/${API_STAGE}${path}`,
+      stage: API_STAGE,
       requestId,
       requestTimeEpoch: Date.now(),
       resourceId: 'local',
@@ -303,7 +290,7 @@ function matchResource(pathname: string): {
   pathParameters: Record<string, string> | null;
 } {
   const parts = pathname.split('/');
-  for (const resource of RESOURCES) {
+  for (const resource of API_RESOURCES) {
     const template = resource.split('/');
     if (template.length !== parts.length) continue;
     const params: Record<string, string> = {};

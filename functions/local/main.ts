@@ -1,3 +1,5 @@
+import { SETTINGS } from '../contract/environment';
+import { greeting, readyLine } from './banner';
 import { DataFolderInUseError } from './data-folder-lock';
 import { type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
 import type { RunningStack } from './stack';
@@ -5,8 +7,9 @@ import { useToolsModule } from './tools-module';
 
 /**
  * `npm start`: tool-ledger on one machine (SPEC §10). Prints one ready line for scripts, then a short
- * greeting for people; stops cleanly on SIGINT and SIGTERM. Exit code 2: a setting cannot be used, or
- * the data folder is in use by another process (both named on stderr); 1: any other failure to start.
+ * greeting for people; stops cleanly on SIGINT and SIGTERM. Exit code 2: a setting cannot be used, the
+ * tools module cannot be loaded or cannot build its tools, or the data folder is in use by another
+ * process (each named on stderr); 1: any other failure to start.
  */
 
 /** How long a stop waits for requests, batches and passes in flight (a tool's deadline plus its commit). */
@@ -15,53 +18,16 @@ const SHUTDOWN_GRACE_MS = 30_000;
 /** Signals closer together than this are one stop request (npm and tsx relay the terminal's signal). */
 const REPEAT_SIGNAL_MS = 1_000;
 
-/**
- * The line scripts wait for (SPEC §10), exactly:
- * `tool-ledger ready api=… sqs=… queue=… dynamodb=… table=…`.
- */
-function readyLine(stack: RunningStack): string {
-  return (
-    `tool-ledger ready api=${stack.apiUrl} sqs=${stack.sqsEndpoint} queue=${stack.queues.queueUrl} ` +
-    `dynamodb=${stack.dynamoEndpoint} table=${stack.tableName}`
-  );
-}
-
-/** What people read after the ready line: how to authenticate and a first call. */
-function greeting(stack: RunningStack, settings: LocalSettings): string {
-  const lines = ['', 'Bearer tokens (TOOL_LEDGER_TOKENS):'];
-  for (const t of settings.tokens) {
-    // Only the well-known defaults are shown; tokens someone chose are not printed back.
-    const shown = settings.defaultTokens ? t.token : '<your token>';
-    lines.push(`  ${shown.padEnd(14)} tenant=${t.tenant} roles=${t.roles.join('+')}`);
-  }
-  const agent = settings.tokens.find((t) => t.roles.includes('agent'));
-  const token = settings.defaultTokens && agent ? agent.token : '$TOKEN';
-  lines.push(
-    '',
-    'Try it (run it twice: the second answer is the stored replay, Idempotent-Replayed: true):',
-    `  curl -i ${stack.apiUrl}/v1/operations \\`,
-    // Double quotes, so that a shell expands $TOKEN when the tokens are the user's own.
-    `    -H "Authorization: Bearer ${token}" -H 'Idempotency-Key: hello-1' \\`,
-    `    -H 'Content-Type: application/json' \\`,
-    `    -d '{"tool":"workspace.write_file","arguments":{"path":"hello.txt","content":"hello"}}'`,
-    '',
-    `Tools: curl -s ${stack.apiUrl}/v1/tools -H "Authorization: Bearer ${token}"`,
-    `Console (the reconciliation queue in a browser): npx tool-ledger console --endpoint ${stack.apiUrl} --token ${token}`,
-    `Data folder: ${settings.dataDir} (delete it to start from an empty ledger). Ctrl-C stops.`,
-    '',
-  );
-  return lines.join('\n');
-}
-
 async function main(): Promise<void> {
   // Read when the first AWS SDK client is built; local mode runs on Node 20 by design.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   let settings: LocalSettings;
+  let toolsModule: string | undefined;
   try {
     settings = loadLocalSettings(process.env);
     // Read by the logger when its module loads, which is why the tools and the stack are imported only now.
-    if (settings.logFormat === 'pretty') process.env.POWERTOOLS_DEV ??= 'true';
-    await useToolsModule(process.env.TOOL_LEDGER_TOOLS_MODULE, process.cwd());
+    if (settings.logFormat === 'pretty') process.env[SETTINGS.powertoolsDev.name] ??= 'true';
+    toolsModule = await useToolsModule(process.env[SETTINGS.toolsModule.name], process.cwd());
   } catch (error) {
     if (!(error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);
@@ -70,9 +36,9 @@ async function main(): Promise<void> {
   const { startStack } = await import('./stack');
   let stack: RunningStack;
   try {
-    stack = await startStack(settings);
+    stack = await startStack(settings, toolsModule);
   } catch (error) {
-    if (!(error instanceof DataFolderInUseError)) throw error;
+    if (!(error instanceof DataFolderInUseError || error instanceof LocalSettingsError)) throw error;
     process.stderr.write(`tool-ledger: ${error.message}\n`);
     process.exit(2);
   }

@@ -1,9 +1,17 @@
 import { resolve } from 'node:path';
-import { DEFAULT_EXECUTOR_CONCURRENCY, loadConfig } from '../config';
-import { ROLES } from '../http/auth';
+import { loadConfig } from '../config';
+import {
+  DEV_TOKENS,
+  LOCAL_WEBHOOK_ALLOW,
+  SETTINGS,
+  type Setting,
+  settingsReadBy,
+} from '../contract/environment';
+import { TENANT_PATTERN } from '../contract/table';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
-import { TENANT_PATTERN } from '../ledger/keys';
-import { MCP_UPSTREAMS_VARIABLE, parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
+import { ROLES } from '../http/identity';
+import { parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
+import { parseAllowedOrigin } from '../tools/origin-policy';
 
 /**
  * The settings of `npm start` (SPEC §10), read once from the environment with their defaults. The
@@ -18,10 +26,10 @@ import { MCP_UPSTREAMS_VARIABLE, parseUpstreams, UpstreamSettingError } from '..
 export type LogFormat = 'json' | 'pretty';
 
 /** Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set. */
-export const DEFAULT_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
+export const DEFAULT_TOKENS = DEV_TOKENS;
 
 /** Origins `webhook.post` may call in local mode when `TOOL_LEDGER_WEBHOOK_ALLOW` is not set. */
-export const DEFAULT_WEBHOOK_ALLOW = 'http://127.0.0.1,http://localhost';
+export const DEFAULT_WEBHOOK_ALLOW = LOCAL_WEBHOOK_ALLOW;
 
 /** One bearer token of `TOOL_LEDGER_TOKENS`: `token=tenant:role+role`. */
 export interface LocalToken {
@@ -76,20 +84,12 @@ export class LocalSettingsError extends Error {
 }
 
 /**
- * Integer variables functions/config.ts reads, with their least useful value; checked here for early
- * failure (a zero shard count would divide by zero at the first write).
+ * Integer variables the handlers read, with their least useful value (the contract's `min`); checked
+ * here for early failure (a zero shard count would divide by zero at the first write).
  */
-const ENGINE_INTEGERS: readonly (readonly [name: string, min: number])[] = [
-  ['TOOL_LEDGER_RETENTION_SECONDS', 0],
-  ['TOOL_LEDGER_LEASE_GRACE_MS', 0],
-  ['TOOL_LEDGER_SYNC_WAIT_MS', 0],
-  ['TOOL_LEDGER_APPROVAL_TTL_SECONDS', 0],
-  ['TOOL_LEDGER_ATTENTION_SHARDS', 1],
-  ['TOOL_LEDGER_QUEUED_STALE_MS', 0],
-  ['TOOL_LEDGER_RETRY_BASE_MS', 0],
-  ['TOOL_LEDGER_MAX_RECONCILE_CHECKS', 0],
-  ['TOOL_LEDGER_COMMIT_RESERVE_MS', 0],
-];
+const ENGINE_INTEGERS: readonly Setting[] = settingsReadBy('executor').filter(
+  (setting) => setting.kind === 'integer',
+);
 
 /** Most executor loops local mode runs: each holds a long poll open on the local queue. */
 const MAX_EXECUTOR_CONCURRENCY = 100;
@@ -110,36 +110,41 @@ export function loadLocalSettings(
   env: NodeJS.ProcessEnv,
   terminal: boolean = process.stdout.isTTY === true,
 ): LocalSettings {
-  for (const [name, min] of ENGINE_INTEGERS) {
+  for (const { name, min = 0 } of ENGINE_INTEGERS) {
     if (nonEmpty(env[name]) !== undefined && integer(env, name, 0) < min) {
       throw new LocalSettingsError(`${name}=${env[name]?.trim()}: must be at least ${min}`);
     }
   }
-  const selfApproval = env.TOOL_LEDGER_ALLOW_SELF_APPROVAL;
+  const selfApproval = env[SETTINGS.allowSelfApproval.name];
   if (
     selfApproval !== undefined &&
     selfApproval !== '' &&
     selfApproval !== 'true' &&
     selfApproval !== 'false'
   ) {
-    throw new LocalSettingsError(`TOOL_LEDGER_ALLOW_SELF_APPROVAL=${selfApproval}: must be true or false`);
+    throw new LocalSettingsError(`${SETTINGS.allowSelfApproval.name}=${selfApproval}: must be true or false`);
   }
-  const logFormat = nonEmpty(env.TOOL_LEDGER_LOG_FORMAT) ?? (terminal ? 'pretty' : 'json');
+  const logFormat = nonEmpty(env[SETTINGS.logFormat.name]) ?? (terminal ? 'pretty' : 'json');
   if (logFormat !== 'json' && logFormat !== 'pretty') {
-    throw new LocalSettingsError(`TOOL_LEDGER_LOG_FORMAT=${logFormat}: must be json or pretty`);
+    throw new LocalSettingsError(`${SETTINGS.logFormat.name}=${logFormat}: must be json or pretty`);
   }
   checkMcpUpstreams(env);
-  const dataDir = resolve(nonEmpty(env.TOOL_LEDGER_DATA_DIR) ?? '.data');
-  const tokensSpec = nonEmpty(env.TOOL_LEDGER_TOKENS) ?? DEFAULT_TOKENS;
+  const webhookAllow = nonEmpty(env[SETTINGS.webhookAllow.name]) ?? DEFAULT_WEBHOOK_ALLOW;
+  checkOrigins(SETTINGS.webhookAllow.name, webhookAllow);
+  checkOrigins(SETTINGS.webhookIdempotent.name, env[SETTINGS.webhookIdempotent.name] ?? '');
+  const dataDir = resolve(nonEmpty(env[SETTINGS.dataDir.name]) ?? SETTINGS.dataDir.default);
+  const tokensSpec = nonEmpty(env[SETTINGS.tokens.name]) ?? DEFAULT_TOKENS;
   const tokens = parseTokens(tokensSpec);
-  const reconcileEveryMs = integer(env, 'TOOL_LEDGER_RECONCILE_EVERY_MS', 5_000);
-  if (reconcileEveryMs < 10) {
-    throw new LocalSettingsError(`TOOL_LEDGER_RECONCILE_EVERY_MS=${reconcileEveryMs}: must be at least 10`);
+  const every = SETTINGS.reconcileEveryMs;
+  const reconcileEveryMs = integer(env, every.name, every.default);
+  if (reconcileEveryMs < every.min) {
+    throw new LocalSettingsError(`${every.name}=${reconcileEveryMs}: must be at least ${every.min}`);
   }
-  const executorConcurrency = integer(env, 'TOOL_LEDGER_EXECUTOR_CONCURRENCY', DEFAULT_EXECUTOR_CONCURRENCY);
-  if (executorConcurrency < 1 || executorConcurrency > MAX_EXECUTOR_CONCURRENCY) {
+  const loops = SETTINGS.executorConcurrency;
+  const executorConcurrency = integer(env, loops.name, loops.default);
+  if (executorConcurrency < loops.min || executorConcurrency > MAX_EXECUTOR_CONCURRENCY) {
     throw new LocalSettingsError(
-      `TOOL_LEDGER_EXECUTOR_CONCURRENCY=${executorConcurrency}: must be from 1 to ${MAX_EXECUTOR_CONCURRENCY}`,
+      `${loops.name}=${executorConcurrency}: must be from ${loops.min} to ${MAX_EXECUTOR_CONCURRENCY}`,
     );
   }
   // The handlers read the same variables at their cold start: whatever they would refuse, refuse now.
@@ -150,7 +155,7 @@ export function loadLocalSettings(
     throw new LocalSettingsError(error instanceof Error ? error.message : String(error));
   }
   return {
-    port: port(env, 'PORT', 3000),
+    port: port(env, SETTINGS.port.name, SETTINGS.port.default),
     dataDir,
     ledgerDir: resolve(dataDir, 'ledger'),
     workspaceDir: resolve(dataDir, 'workspace'),
@@ -158,12 +163,12 @@ export function loadLocalSettings(
     tokens,
     defaultTokens: tokensSpec === DEFAULT_TOKENS,
     tenants: [...new Set(tokens.map((t) => t.tenant))],
-    webhookAllow: nonEmpty(env.TOOL_LEDGER_WEBHOOK_ALLOW) ?? DEFAULT_WEBHOOK_ALLOW,
+    webhookAllow,
     reconcileEveryMs,
     executorConcurrency,
-    dynamoPort: port(env, 'TOOL_LEDGER_DYNAMODB_PORT', 0),
-    sqsPort: port(env, 'TOOL_LEDGER_SQS_PORT', 0),
-    tableName: nonEmpty(env.TOOL_LEDGER_TABLE_NAME) ?? 'tool-ledger',
+    dynamoPort: port(env, SETTINGS.dynamoPort.name, SETTINGS.dynamoPort.default),
+    sqsPort: port(env, SETTINGS.sqsPort.name, SETTINGS.sqsPort.default),
+    tableName: nonEmpty(env[SETTINGS.tableName.name]) ?? SETTINGS.tableName.default,
     logFormat,
   };
 }
@@ -184,7 +189,7 @@ export function parseTokens(spec: string): LocalToken[] {
     const roles = trimmed.slice(colon + 1).split('+');
     const shown = eq > 0 ? `<token>${trimmed.slice(eq)}` : '<token>';
     const bad = (why: string) =>
-      new LocalSettingsError(`TOOL_LEDGER_TOKENS entry ${index + 1} (${shown}): ${why}`);
+      new LocalSettingsError(`${SETTINGS.tokens.name} entry ${index + 1} (${shown}): ${why}`);
     if (eq <= 0 || colon <= eq) throw bad('must be token=tenant:role+role');
     if (!TENANT_PATTERN.test(tenant)) throw bad(`tenant "${tenant}" must match ${TENANT_PATTERN.source}`);
     for (const role of roles) {
@@ -192,7 +197,7 @@ export function parseTokens(spec: string): LocalToken[] {
     }
     tokens.push({ token, tenant, roles });
   });
-  if (tokens.length === 0) throw new LocalSettingsError('TOOL_LEDGER_TOKENS names no token');
+  if (tokens.length === 0) throw new LocalSettingsError(`${SETTINGS.tokens.name} names no token`);
   return tokens;
 }
 
@@ -203,11 +208,32 @@ export function parseTokens(spec: string): LocalToken[] {
  */
 function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
   try {
-    parseUpstreams(env[MCP_UPSTREAMS_VARIABLE]);
+    parseUpstreams(env[SETTINGS.mcpUpstreams.name]);
   } catch (error) {
     if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
     throw error;
   }
+}
+
+/**
+ * An origin list of `webhook.post`, split as functions/wiring.ts splits it. The tool parses it only when
+ * the handlers first build their tools, so a malformed entry would otherwise start fine and answer 500
+ * to every request. Origins are not secrets: the entry is shown as written.
+ */
+function checkOrigins(name: string, raw: string): void {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  entries.forEach((entry, index) => {
+    try {
+      parseAllowedOrigin(entry);
+    } catch (error) {
+      throw new LocalSettingsError(
+        `${name} entry ${index + 1} (${entry}): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  });
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

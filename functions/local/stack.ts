@@ -1,7 +1,9 @@
 import { mkdir } from 'node:fs/promises';
-import { workMessageFor } from '../engine/submit-operation';
+import { SETTINGS } from '../contract/environment';
+import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
 import { SqsWorkQueue } from '../queue/sqs-work-queue';
+import type { ToolRegistry } from '../tools/registry';
 import { DataFolderGuard } from './data-folder-guard';
 import { DataFolderInUseError, lockDataFolder, lockHolder } from './data-folder-lock';
 import { type LocalDynamo, startLocalDynamo } from './dynamo-server';
@@ -49,6 +51,8 @@ export interface RunningStack {
   tableName: string;
   /** What the start-up check of the indexes found and repaired. */
   repair: Omit<RepairReport, 'queued'> & { requeued: number };
+  /** The deployment's tools, as built at start (the handlers build the same list). */
+  tools: ToolRegistry;
   /**
    * Stops the loops and the HTTP server, waiting for work in flight at most `graceMs`, then the
    * emulators. Returns false if some work was abandoned.
@@ -66,20 +70,20 @@ export function handlerEnvironment(
   env: NodeJS.ProcessEnv,
 ): Record<string, string> {
   return {
-    TOOL_LEDGER_LOCAL: 'true',
-    TOOL_LEDGER_AUTH: 'tokens',
-    TOOL_LEDGER_TOKENS: settings.tokensSpec,
-    TOOL_LEDGER_WEBHOOK_ALLOW: settings.webhookAllow,
-    TOOL_LEDGER_DATA_DIR: settings.dataDir,
-    TOOL_LEDGER_WORKSPACE_DIR: settings.workspaceDir,
-    TOOL_LEDGER_DYNAMODB_ENDPOINT: endpoints.dynamo,
-    TOOL_LEDGER_SQS_ENDPOINT: endpoints.sqs,
-    TOOL_LEDGER_TABLE_NAME: settings.tableName,
-    TOOL_LEDGER_QUEUE_URL: endpoints.queueUrl,
-    TOOL_LEDGER_QUEUE_TENANTS: JSON.stringify(settings.tenants),
+    [SETTINGS.local.name]: 'true',
+    [SETTINGS.auth.name]: 'tokens',
+    [SETTINGS.tokens.name]: settings.tokensSpec,
+    [SETTINGS.webhookAllow.name]: settings.webhookAllow,
+    [SETTINGS.dataDir.name]: settings.dataDir,
+    [SETTINGS.workspaceDir.name]: settings.workspaceDir,
+    [SETTINGS.dynamoEndpoint.name]: endpoints.dynamo,
+    [SETTINGS.sqsEndpoint.name]: endpoints.sqs,
+    [SETTINGS.tableName.name]: settings.tableName,
+    [SETTINGS.queueUrl.name]: endpoints.queueUrl,
+    [SETTINGS.queueTenants.name]: JSON.stringify(settings.tenants),
     AWS_REGION: env.AWS_REGION ?? 'us-east-1',
     // EMF lines on stdout are CloudWatch's input format, noise in a terminal: off unless asked for.
-    POWERTOOLS_METRICS_DISABLED: env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+    [SETTINGS.metricsDisabled.name]: env[SETTINGS.metricsDisabled.name] ?? 'true',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED:
       env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ?? 'true',
   };
@@ -87,7 +91,9 @@ export function handlerEnvironment(
 
 /**
  * Starts the emulators, creates the table and queues, sets `process.env` for the handlers, imports
- * them, and starts the HTTP server and both loops.
+ * them, builds the tools once (a factory that fails stops the start: `LocalSettingsError` naming
+ * `toolsModule`, the resolved `TOOL_LEDGER_TOOLS_MODULE`, if any), and starts the HTTP server and both
+ * loops.
  *
  * @example
  * ```ts
@@ -96,7 +102,7 @@ export function handlerEnvironment(
  * await stack.stop(30_000);
  * ```
  */
-export async function startStack(settings: LocalSettings): Promise<RunningStack> {
+export async function startStack(settings: LocalSettings, toolsModule?: string): Promise<RunningStack> {
   const started: { stop(): Promise<unknown> }[] = [];
   const stopStarted = async () => {
     for (const part of started.reverse()) await part.stop().catch(() => undefined);
@@ -145,16 +151,19 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
         process.env,
       ),
     );
-    const [api, executor, reconciler] = await Promise.all([
+    const [api, executor, reconciler, { buildStartTools }] = await Promise.all([
       import('../handlers/api'),
       import('../handlers/executor'),
       import('../handlers/reconciler'),
+      import('./start-tools'),
     ]);
     const http = new HttpAdapter(api.handler, API_FUNCTION);
     const port = await http.listen(settings.port);
     // Before the first invocation builds the runtime: webhook.post must never reach the API itself.
-    process.env.TOOL_LEDGER_RESERVED_ENDPOINTS = `http://127.0.0.1:${port}`;
+    process.env[SETTINGS.reservedEndpoints.name] = `http://127.0.0.1:${port}`;
     started.push({ stop: () => http.close(0) });
+    // Before the loops run the handlers: a tools module that cannot build its list is a refusal to start.
+    const tools = buildStartTools(process.env, toolsModule);
     // One loop per concurrent executor invocation, as the event source keeps that many running: a
     // slow tool holds up its own batch, not every queued call.
     const executorLoops = Array.from(
@@ -182,6 +191,7 @@ export async function startStack(settings: LocalSettings): Promise<RunningStack>
       queues,
       tableName: settings.tableName,
       repair: { ...found, requeued: queued.length },
+      tools,
       async stop(graceMs) {
         // New work stops first; then what is running may finish (it commits to the ledger, which is
         // still up); the emulators go last.

@@ -9,7 +9,7 @@ import { AccessError, errorClass, LedgerError, ValidationError } from '../domain
 import { assertOperationId, parseIdempotencyKey } from '../domain/operation-id';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { submitOperation } from '../engine/submit-operation';
-import type { Identity } from '../http/auth';
+import type { Identity } from '../http/identity';
 import { logger } from '../observability/logger';
 import type { ToolRegistry } from '../tools/registry';
 import { annotationsOf } from './annotations';

@@ -1,9 +1,10 @@
+import { readSetting, SETTINGS } from '../contract/environment';
 import { errorClass } from '../domain/errors';
 import type { AnyTool } from '../domain/tool';
+import type { LedgerDeps } from '../engine/ledger-deps';
 import { logger } from '../observability/logger';
 import { ToolRegistry } from '../tools/registry';
-import type { Runtime } from '../wiring';
-import { MCP_UPSTREAMS_VARIABLE, type McpUpstream, parseUpstreams } from './upstreams';
+import { type McpUpstream, parseUpstreams } from './upstreams';
 
 /** How long listing one upstream may take at a cold start or a refresh, ms. */
 export const LIST_TIMEOUT_MS = 5_000;
@@ -22,7 +23,7 @@ export const RELIST_AFTER_MS = 30_000;
  *
  * @example
  * ```ts
- * const gateway = new UpstreamGateway(parseUpstreams(env.TOOL_LEDGER_MCP_UPSTREAMS), baseTools);
+ * const gateway = new UpstreamGateway(parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams)), baseTools);
  * deps.tools = await gateway.registry();
  * ```
  */
@@ -109,23 +110,26 @@ export class UpstreamGateway {
 }
 
 /**
- * Adds the gateway to a runtime when the deployment names upstreams (`TOOL_LEDGER_MCP_UPSTREAMS`):
+ * Adds the gateway to an engine's deps when the deployment names upstreams (`SETTINGS.mcpUpstreams`):
  * returns a function each handler awaits at the start of an invocation, which puts the current
- * registry (deployment tools plus upstream tools) in the runtime's deps. Without upstreams it does
+ * registry (deployment tools plus upstream tools) in the deps. Without upstreams it does
  * nothing.
  *
  * @example
  * ```ts
  * const runtime = buildRuntime(tools);
- * const refresh = withUpstreams(runtime);
+ * const refresh = withUpstreams(runtime.deps);
  * await refresh(); // before handling an event
  * ```
  */
-export function withUpstreams(runtime: Runtime, env: NodeJS.ProcessEnv = process.env): () => Promise<void> {
-  const upstreams = parseUpstreams(env[MCP_UPSTREAMS_VARIABLE]);
+export function withUpstreams(
+  deps: Pick<LedgerDeps, 'tools'>,
+  env: NodeJS.ProcessEnv = process.env,
+): () => Promise<void> {
+  const upstreams = parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams));
   if (upstreams.length === 0) return async () => {};
-  const gateway = new UpstreamGateway(upstreams, runtime.deps.tools.list());
+  const gateway = new UpstreamGateway(upstreams, deps.tools.list());
   return async () => {
-    runtime.deps.tools = await gateway.registry();
+    deps.tools = await gateway.registry();
   };
 }

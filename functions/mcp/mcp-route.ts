@@ -1,7 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { MAX_ARGUMENTS_DEPTH } from '../domain/digest';
 import type { ApiResponse } from '../http/responses';
-import type { RouteContext } from '../http/routes';
+import type { RouteContext } from '../http/route-context';
 import { createFrontDoor } from './front-door';
 
 /** Request headers the MCP transport reads; nothing else (credentials above all) is handed to it. */
@@ -23,7 +23,8 @@ const FORWARDED_HEADERS = [
  *
  * @example
  * ```ts
- * { name: 'POST /mcp', method: 'POST', pattern: '/mcp', roles: ANY_ROLE, handle: handleMcp }
+ * // functions/http/routes.ts: the handler of the contract's `mcp` route (POST /mcp)
+ * const HANDLERS = { …, mcp: handleMcp };
  * ```
  */
 export async function handleMcp({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {

@@ -1,5 +1,6 @@
-import type { Runtime } from '../wiring';
-import { MCP_UPSTREAMS_VARIABLE, parseUpstreams } from './upstreams';
+import { readSetting, SETTINGS } from '../contract/environment';
+import type { LedgerDeps } from '../engine/ledger-deps';
+import { parseUpstreams } from './upstreams';
 
 /**
  * What the handlers' `#tool-ledger/upstreams` import is bundled as when a deployment names no MCP
@@ -12,13 +13,16 @@ import { MCP_UPSTREAMS_VARIABLE, parseUpstreams } from './upstreams';
  *
  * @example
  * ```ts
- * runtime.refreshTools = withUpstreams(runtime); // a no-op: this deployment has no upstreams
+ * runtime.refreshTools = withUpstreams(deps); // a no-op: this deployment has no upstreams
  * ```
  */
-export function withUpstreams(_runtime: Runtime, env: NodeJS.ProcessEnv = process.env): () => Promise<void> {
-  if (parseUpstreams(env[MCP_UPSTREAMS_VARIABLE]).length > 0) {
+export function withUpstreams(
+  _deps: Pick<LedgerDeps, 'tools'>,
+  env: NodeJS.ProcessEnv = process.env,
+): () => Promise<void> {
+  if (parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams)).length > 0) {
     throw new Error(
-      `${MCP_UPSTREAMS_VARIABLE} names upstreams, but these handlers were bundled without the MCP gateway: set mcpUpstreams on the construct and deploy again`,
+      `${SETTINGS.mcpUpstreams.name} names upstreams, but these handlers were bundled without the MCP gateway: set mcpUpstreams on the construct and deploy again`,
     );
   }
   return async () => {};

@@ -1,9 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { LedgerError } from '../domain/errors';
+import { type ErrorCode, LedgerError } from '../domain/errors';
 import { type OperationView, toView } from '../domain/operation';
-import type { SubmitResult } from '../engine/submit-operation';
+import type { SubmitResult } from '../engine/submit-result';
 import { PROBLEMS } from '../http/problem';
-import { META_REPLAYED } from './protocol';
+import { META_OPERATION_ID, META_REPLAYED } from './protocol';
 
 /**
  * How a call's outcome reads to a model over MCP. The operation body (the same as
@@ -66,10 +66,20 @@ export function toolResultOf(result: SubmitResult): CallToolResult {
   };
 }
 
-/** What the model should do after each refusal (the code and title come from the HTTP API's table). */
+/**
+ * Titles that say what MCP calls the thing: over HTTP the operation ID is the `Idempotency-Key` header,
+ * over MCP it is `_meta["io.tool-ledger/operation-id"]`, and an orchestrator told that a header is
+ * missing looks for a header it cannot send. The codes stay those of the HTTP API.
+ */
+const MCP_TITLES: Partial<Record<ErrorCode, string>> = {
+  idempotency_key_missing: `The operation ID (_meta["${META_OPERATION_ID}"]) is missing`,
+  idempotency_key_invalid: `The operation ID (_meta["${META_OPERATION_ID}"]) is invalid`,
+  idempotency_key_reused: 'The operation ID was used with different arguments',
+};
+
+/** What the model should do after each refusal (the code comes from the HTTP API's table). */
 const REFUSAL_ADVICE: Partial<Record<string, string>> = {
-  idempotency_key_missing:
-    'Nothing ran. Call it again with _meta["io.tool-ledger/operation-id"] set to a stable operation ID.',
+  idempotency_key_missing: `Nothing ran. Set _meta["${META_OPERATION_ID}"] to a stable operation ID (one per intended action, the same on every retry of it) and call again.`,
   idempotency_key_invalid: 'Nothing ran. The operation ID must be 1 to 255 printable ASCII characters.',
   idempotency_key_reused:
     'Nothing ran: this operation ID was first used with different arguments. Use a new operation ID only for a new action.',
@@ -83,7 +93,8 @@ const REFUSAL_ADVICE: Partial<Record<string, string>> = {
 
 /**
  * The tool result of a call the ledger refused before anything ran (or could not serve): `isError`,
- * with the same stable code and title as the HTTP API's problem, and no record. Messages never carry
+ * with the same stable code as the HTTP API's problem and its title, worded for MCP where the HTTP one
+ * names a header (see `MCP_TITLES`), and no record. Messages never carry
  * argument values (the domain's errors do not), and unexpected errors are reduced to `internal_error`.
  *
  * @example
@@ -94,18 +105,15 @@ const REFUSAL_ADVICE: Partial<Record<string, string>> = {
 export function refusalResult(error: unknown, requestId: string): CallToolResult {
   const known = error instanceof LedgerError && error.code in PROBLEMS;
   const code = known ? error.code : 'internal_error';
-  const problem: Record<string, unknown> = {
-    code,
-    title: PROBLEMS[code].title,
-    status: PROBLEMS[code].status,
-  };
+  const title = MCP_TITLES[code] ?? PROBLEMS[code].title;
+  const problem: Record<string, unknown> = { code, title, status: PROBLEMS[code].status };
   if (known && error.message) problem.detail = error.message;
   if (known) Object.assign(problem, error.details);
   problem.request_id = requestId;
   const advice = REFUSAL_ADVICE[code] ?? 'Nothing ran.';
   return {
     content: [
-      { type: 'text', text: `${PROBLEMS[code].title} (${code}). ${advice}` },
+      { type: 'text', text: `${title} (${code}). ${advice}` },
       { type: 'text', text: JSON.stringify(problem) },
     ],
     structuredContent: problem,

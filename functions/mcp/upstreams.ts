@@ -1,3 +1,5 @@
+import { SETTINGS } from '../contract/environment';
+
 /**
  * The upstream MCP servers a deployment names for the gateway, as one setting that local mode reads
  * from its environment and the CDK construct renders from its prop. Upstream URLs come from the
@@ -10,9 +12,6 @@
  * TOOL_LEDGER_MCP_UPSTREAMS='files=http://127.0.0.1:8931/mcp;trusted,tickets=https://mcp.example.com/mcp;timeout=20000'
  * ```
  */
-
-/** The variable both sides read: the handlers (functions/mcp/gateway.ts) and the construct (lib/). */
-export const MCP_UPSTREAMS_VARIABLE = 'TOOL_LEDGER_MCP_UPSTREAMS';
 
 /**
  * An upstream's name: the first segment of its tools' names (`<name>.<tool>`), so it has no dot, and it
@@ -60,7 +59,7 @@ export function parseUpstreams(spec: string | undefined): McpUpstream[] {
   const entries = (spec ?? '').split(',').map((entry) => entry.trim());
   entries.forEach((entry, index) => {
     if (entry === '') return;
-    const where = `${MCP_UPSTREAMS_VARIABLE} entry ${index + 1}`;
+    const where = `${SETTINGS.mcpUpstreams.name} entry ${index + 1}`;
     const eq = entry.indexOf('=');
     const name = entry.slice(0, eq).trim();
     const [rawUrl = '', ...options] = entry.slice(eq + 1).split(';');

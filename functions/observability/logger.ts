@@ -1,5 +1,6 @@
 import { LogFormatter, Logger, LogItem } from '@aws-lambda-powertools/logger';
 import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
+import { readSetting, SETTINGS } from '../contract/environment';
 
 /**
  * A log item that keeps `null` values. Powertools drops `null` and `''` attributes before printing;
@@ -38,6 +39,6 @@ class LedgerLogFormatter extends LogFormatter {
  * service name, level and sampling are configured in one place (POWERTOOLS_* environment).
  */
 export const logger = new Logger({
-  serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'tool-ledger',
+  serviceName: readSetting(process.env, SETTINGS.serviceName),
   logFormatter: new LedgerLogFormatter(),
 });

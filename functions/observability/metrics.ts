@@ -1,20 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-
-/** Metric names, one per SPEC §9 signal. The CDK alarms refer to the same names. */
-export type LedgerMetricName =
-  | 'FirstExecutions'
-  | 'Replays'
-  | 'Conflicts'
-  | 'InProgressRejections'
-  | 'UncertainOutcomes'
-  | 'LateOutcomes'
-  | 'Reconciliations'
-  | 'UnresolvedOperations'
-  | 'NeedsReconciliation'
-  | 'ReconciliationLatency'
-  /** Gauges of the current stock, emitted after every reconciler pass (engine/open-operations-gauge.ts). */
-  | 'OpenUnresolved'
-  | 'OpenNeedsReconciliation';
+import { readSetting, SETTINGS } from '../contract/environment';
+import { type LedgerMetricName, METRICS_NAMESPACE } from '../contract/metrics';
 
 /** What the engine records; tests pass an in-memory implementation. */
 export interface LedgerMetrics {
@@ -48,8 +34,8 @@ export class PowertoolsLedgerMetrics implements LedgerMetrics {
     this.metrics =
       metrics ??
       new Metrics({
-        namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'ToolLedger',
-        serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'tool-ledger',
+        namespace: readSetting(process.env, SETTINGS.metricsNamespace) ?? METRICS_NAMESPACE,
+        serviceName: readSetting(process.env, SETTINGS.serviceName),
       });
     // Powertools' own reading of its settings (declared protected, public at run time).
     this.disabled = (this.metrics as unknown as { isDisabled(): boolean }).isDisabled();

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { SETTINGS } from '../contract/environment';
 import type { ReservedEndpoints } from './reserved-endpoints';
 
 /**
@@ -230,7 +231,7 @@ export class OriginPolicy {
       return {
         ok: false,
         reason:
-          'the origin (scheme, host and port) is not allowed: add it to TOOL_LEDGER_WEBHOOK_ALLOW in local mode, ' +
+          `the origin (scheme, host and port) is not allowed: add it to ${SETTINGS.webhookAllow.name} in local mode, ` +
           "or to the construct's webhookAllow on AWS",
       };
     }

@@ -1,5 +1,5 @@
 import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { UNRESOLVED_PROJECTION } from '../../functions/ledger/index-shards';
+import { LEDGER_INDEXES as TABLE_INDEXES } from '../../functions/contract/table';
 
 /** Capacity units one side consumed during a measured span. */
 export interface CapacityTally {
@@ -19,11 +19,12 @@ export interface MeteredIndex {
   projected: readonly string[] | undefined;
 }
 
-/** The ledger table's GSIs as functions/ledger/table.ts defines them. */
-export const LEDGER_INDEXES: MeteredIndex[] = [
-  { name: 'attention', keys: ['attention_shard', 'attention_at'], projected: [] },
-  { name: 'unresolved', keys: ['unresolved_tenant', 'unresolved_at'], projected: UNRESOLVED_PROJECTION },
-];
+/** The ledger table's GSIs as the contract (functions/contract/table.ts) declares them. */
+export const LEDGER_INDEXES: MeteredIndex[] = TABLE_INDEXES.map((index) => ({
+  name: index.name,
+  keys: [index.partitionKey.name, index.sortKey.name],
+  projected: index.projection.type === 'INCLUDE' ? index.projection.attributes : [],
+}));
 
 type Item = Record<string, AttributeValue>;
 const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand']);

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { SETTINGS } from '../../functions/contract/environment';
 import { DEFAULT_TOOLS_MODULE, esbuildOptions } from '../../lib/bundling';
 import { median } from './stats';
 
@@ -93,7 +94,7 @@ function importTime(file: string): Promise<number | undefined> {
           PATH: process.env.PATH ?? '',
           AWS_REGION: 'us-east-1',
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-          TOOL_LEDGER_TABLE_NAME: 'tool-ledger',
+          [SETTINGS.tableName.name]: 'tool-ledger',
           IDEMPOTENCY_TABLE_NAME: 'idempotency',
         },
         stdio: ['ignore', 'pipe', 'ignore'],

@@ -1,3 +1,5 @@
+import { SETTINGS } from '../../functions/contract/environment';
+
 /**
  * `npm run bench`: tool-ledger against Powertools idempotency on the same dynalite, in one run.
  *
@@ -13,10 +15,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.AWS_EC2_METADATA_DISABLED ??= 'true';
 // Transition logs are silenced on tool-ledger's side; this also silences the engine's own warnings
 // (the crash scenario causes some on purpose). Powertools idempotency logs nothing either way.
-process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env[SETTINGS.logLevel.name] ??= 'SILENT';
+process.env[SETTINGS.metricsDisabled.name] ??= 'true';
 
 const { runBench } = await import('./run-bench');
 await runBench();
-
-export {};

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { BatchWriteItemCommand, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { attentionShard } from '../../functions/contract/keys';
+import { LEDGER_TABLE, OPERATION_SK } from '../../functions/contract/table';
 import type { OperationRecord } from '../../functions/domain/operation';
 import type { AnyTool } from '../../functions/domain/tool';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { attentionShard } from '../../functions/ledger/keys';
 import { ensureLedgerTable } from '../../functions/ledger/table';
 import { benchArguments } from './bench-tools';
 import { CallCounter } from './call-counter';
@@ -42,7 +43,7 @@ export async function reconcilerCost(
 ): Promise<ReconcilerCost[]> {
   const table = 'bench-reconciler';
   await ensureLedgerTable(client, table);
-  const counter = new CallCounter(client, ['pk', 'sk']);
+  const counter = new CallCounter(client, [LEDGER_TABLE.partitionKey.name, LEDGER_TABLE.sortKey.name]);
   const ledger = benchLedger(client, table, tools);
   const now = Date.now();
   const shards = ledger.deps.config.attentionShards;
@@ -78,7 +79,7 @@ function baseRecord(id: string, now: number): OperationRecord {
   const args = benchArguments(1);
   return {
     pk: `bench#${id}`,
-    sk: 'op',
+    sk: OPERATION_SK,
     tenant: 'bench',
     operation_id: id,
     tool: 'bench.effect',

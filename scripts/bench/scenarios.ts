@@ -5,7 +5,7 @@ import {
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { IdempotencyConflictError } from '../../functions/domain/errors';
 import type { AnyTool } from '../../functions/domain/tool';
-import type { SubmitResult } from '../../functions/engine/submit-operation';
+import type { SubmitResult } from '../../functions/engine/submit-result';
 import { TerminalCache } from '../../functions/engine/terminal-cache';
 import { runAb, type SideSamples } from './ab-runner';
 import { type BenchArguments, benchArguments, type EffectLog } from './bench-tools';

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bearerToken, ToolLedgerClient, ToolNameMap } from '../../client/index';
 import { ToolLedgerQueueSender } from '../../client/sqs-sender';
+import { SETTINGS } from '../../functions/contract/environment';
 import { localSqsClient } from '../../functions/local/sqs-server';
 import { tenantFolder } from '../../functions/tools/workspace-path';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
@@ -29,9 +30,9 @@ const BOUND_MS = 90_000;
 
 /** Local mode tuned for a demo: a fast reconciler and short backoffs, so recoveries take seconds. */
 const DEMO_ENV = {
-  TOOL_LEDGER_RECONCILE_EVERY_MS: '250',
-  TOOL_LEDGER_RETRY_BASE_MS: '200',
-  TOOL_LEDGER_LEASE_GRACE_MS: '500',
+  [SETTINGS.reconcileEveryMs.name]: '250',
+  [SETTINGS.retryBaseMs.name]: '200',
+  [SETTINGS.leaseGraceMs.name]: '500',
 };
 
 const started = Date.now();
@@ -59,7 +60,7 @@ async function ledgerPhase(root: string): Promise<LedgerPhase> {
   const plain = await startWebhookTarget();
   const idempotent = await startWebhookTarget({ dedupeByKey: true });
   const dataDir = join(root, 'ledger-run');
-  const env = { ...DEMO_ENV, TOOL_LEDGER_WEBHOOK_IDEMPOTENT: idempotent.origin };
+  const env = { ...DEMO_ENV, [SETTINGS.webhookIdempotent.name]: idempotent.origin };
   const transcript: string[] = [];
   let stack: LocalStackProcess = await startLocalStack({ dataDir, env });
   log(

@@ -3,6 +3,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SETTINGS } from '../../functions/contract/environment';
+import { OPERATIONS_PATH, operationPath } from '../../functions/contract/routes';
 import { tenantFolder } from '../../functions/tools/workspace-path';
 import { type LocalStackProcess, startLocalStack } from '../local-stack';
 import { checkTrace, type TraceLine } from '../verify/trace-check';
@@ -71,13 +73,13 @@ async function run(options: LoadOptions): Promise<number> {
   const ports = { api: await freePort(), sqs: await freePort(), dynamo: await freePort() };
   const env = {
     PORT: String(ports.api),
-    TOOL_LEDGER_SQS_PORT: String(ports.sqs),
-    TOOL_LEDGER_DYNAMODB_PORT: String(ports.dynamo),
-    TOOL_LEDGER_WEBHOOK_IDEMPOTENT: options.selfCheck ? `${dedup.origin},${plain.origin}` : dedup.origin,
-    TOOL_LEDGER_RECONCILE_EVERY_MS: '300',
-    TOOL_LEDGER_RETRY_BASE_MS: '200',
-    TOOL_LEDGER_QUEUED_STALE_MS: '3000',
-    TOOL_LEDGER_LEASE_GRACE_MS: '1000',
+    [SETTINGS.sqsPort.name]: String(ports.sqs),
+    [SETTINGS.dynamoPort.name]: String(ports.dynamo),
+    [SETTINGS.webhookIdempotent.name]: options.selfCheck ? `${dedup.origin},${plain.origin}` : dedup.origin,
+    [SETTINGS.reconcileEveryMs.name]: '300',
+    [SETTINGS.retryBaseMs.name]: '200',
+    [SETTINGS.queuedStaleMs.name]: '3000',
+    [SETTINGS.leaseGraceMs.name]: '1000',
   };
   let stack: LocalStackProcess | undefined;
   // Every transition line local mode printed, across restarts, for the trace checker.
@@ -123,7 +125,7 @@ async function run(options: LoadOptions): Promise<number> {
         samples,
         'submit',
         'POST',
-        '/v1/operations',
+        OPERATIONS_PATH,
         {
           headers: {
             'content-type': 'application/json',
@@ -198,7 +200,7 @@ async function run(options: LoadOptions): Promise<number> {
           samples,
           'read',
           'GET',
-          `/v1/operations/${op.id}`,
+          operationPath(op.id),
           {},
           deadline,
         );
@@ -336,10 +338,13 @@ async function run(options: LoadOptions): Promise<number> {
     // Every transition line replayed against the protocol's transition relation (scripts/verify).
     await stack.stop().catch(() => undefined);
     logLines.push(...stack.stdoutLines());
-    const verdict = checkTrace(transitionLines(logLines));
+    // The one SIGKILL is the only fault that can keep a landed write from its line (local mode talks to
+    // dynalite without injected faults): it cuts at most the writer it caught between write and line.
+    const killed = restartedAt === undefined ? 0 : 1;
+    const verdict = checkTrace(transitionLines(logLines), { unlogged: () => killed });
     rows.push([
       'transition log lines replayed against the model / rejected (must be 0)',
-      `${verdict.lines} / ${verdict.rejected.length} (${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged)`,
+      `${verdict.lines} / ${verdict.rejected.length} (${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged, at most ${killed} per operation allowed)`,
     ]);
     for (const r of verdict.rejected.slice(0, 10)) log(`trace check REJECTED ${r.key}: ${r.reason}`);
     process.stdout.write(`\n${markdownTable(rows)}\n\n`);

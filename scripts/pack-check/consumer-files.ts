@@ -4,13 +4,17 @@
  * handed to an adapter is typed with the model SDK's own type, and there is no cast anywhere.
  */
 
-/** A team's tools module, importing only the tool author's entry. */
+/**
+ * A team's tools module, importing only the tool author's entry, with the shipped `webhook.post` kept
+ * next to its own tool (the composed form the README shows).
+ */
 export const TOOLS_MODULE = `import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { defineTool, TerminalToolError, type ToolFactory } from 'tool-ledger/tool';
+import { awsDefaultTools, defineTool, TerminalToolError, type ToolFactory } from 'tool-ledger/tool';
 import * as z from 'zod';
 
 const tools: ToolFactory = (env) => [
+  ...awsDefaultTools(env),
   defineTool({
     name: 'consumer.note',
     description: 'Appends a note to a log (pack-check consumer tool, marker 5d1e77)',
@@ -28,6 +32,20 @@ const tools: ToolFactory = (env) => [
 
 export default tools;
 `;
+
+/**
+ * The README's "Add your own tools (one file)" example, as printed there, for the consumer to
+ * type-check: a documented example that stopped compiling against the published entries is a failure.
+ */
+export function readmeToolsExample(readme: string): string {
+  const section = readme.indexOf('### Add your own tools (one file)');
+  const start = readme.indexOf('```ts\n', section);
+  const end = readme.indexOf('\n```', start + 6);
+  if (section < 0 || start < 0 || end < 0) {
+    throw new Error('pack-check: the README has no "Add your own tools" example');
+  }
+  return `${readme.slice(start + 6, end)}\n`;
+}
 
 /** Agent code against the client and all three adapters, typed with the real SDK types. */
 export const AGENT_MODULE = `import type Anthropic from '@anthropic-ai/sdk';
@@ -138,11 +156,20 @@ const STRICT = {
 /** tsconfig for Node's own ESM resolution. */
 export const TSCONFIG_NODENEXT = {
   compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
-  files: ['tools/index.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+  files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
 };
 
 /** tsconfig for bundlers (esbuild, Vite, webpack). */
 export const TSCONFIG_BUNDLER = {
   compilerOptions: { ...STRICT, module: 'ESNext', moduleResolution: 'bundler' },
-  files: ['tools/index.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+  files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+};
+
+/**
+ * tsconfig of the CommonJS project: its tools module is `.mts`, an ES module whatever the package says,
+ * and type-checks as one under NodeNext.
+ */
+export const TSCONFIG_CJS_MTS = {
+  compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
+  files: ['tools/index.mts'],
 };

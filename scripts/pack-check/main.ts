@@ -1,15 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SETTINGS } from '../../functions/contract/environment';
 import { READY_LINE } from '../local-stack';
 import {
   AGENT_MODULE,
   APP_MODULE,
   RUN_AGENT_MODULE,
+  readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
+  TSCONFIG_CJS_MTS,
   TSCONFIG_NODENEXT,
 } from './consumer-files';
 
@@ -19,8 +22,10 @@ import {
  * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
  * the three adapters with the real SDK types, and a custom tool; synthesizes a stack with that tool
  * (real esbuild bundling); runs the client against local mode started with that tool
- * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); and checks that a token-only client install
- * pulls in neither aws-cdk-lib nor the AWS SDK. Exits 1 on the first check that fails.
+ * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); checks that a token-only client install
+ * pulls in neither aws-cdk-lib nor the AWS SDK; and, in a CommonJS project (`"type": "commonjs"`, what
+ * npm 11's `npm init` writes), that a `.ts` tools module is refused with what to change while a `.mts`
+ * one type-checks and runs. Exits 1 on the first check that fails.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,7 +37,20 @@ const rootPackage = JSON.parse(await readFile(path.join(ROOT, 'package.json'), '
 const pinned = { ...rootPackage.dependencies, ...rootPackage.devDependencies };
 
 function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
+  return exitOf(cmd, args, cwd, env).then(({ code, out }) => {
+    if (code === 0) return out;
+    throw new Error(`${cmd} ${args.join(' ')} (in ${cwd}) exited ${code}:\n${out}`);
+  });
+}
+
+/** Runs a command to its end and returns its exit code and output (stdout and stderr), whatever it is. */
+function exitOf(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
     const child = spawn(cmd, args, {
       cwd,
       env: { ...process.env, ...env },
@@ -45,11 +63,7 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = 
     child.stderr.on('data', (c: Buffer) => {
       out += c.toString('utf8');
     });
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve(out)
-        : reject(new Error(`${cmd} ${args.join(' ')} (in ${cwd}) exited ${code}:\n${out}`)),
-    );
+    child.once('exit', (code) => resolve({ code, out }));
   });
 }
 
@@ -65,15 +79,19 @@ function check(condition: boolean, message: string): void {
 const INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
 
 /** Starts `npx tool-ledger start` in the consumer and resolves with the API URL once it is ready. */
-function startLocalMode(cwd: string, dataDir: string): Promise<{ api: string; child: ChildProcess }> {
+function startLocalMode(
+  cwd: string,
+  dataDir: string,
+  toolsModule = 'tools/index.ts',
+): Promise<{ api: string; child: ChildProcess }> {
   const child = spawn('npx', ['tool-ledger', 'start'], {
     cwd,
     env: {
       ...process.env,
       PORT: '0',
-      TOOL_LEDGER_DATA_DIR: dataDir,
-      TOOL_LEDGER_TOOLS_MODULE: 'tools/index.ts',
-      TOOL_LEDGER_LOG_FORMAT: 'json',
+      [SETTINGS.dataDir.name]: dataDir,
+      [SETTINGS.toolsModule.name]: toolsModule,
+      [SETTINGS.logFormat.name]: 'json',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -132,6 +150,17 @@ async function main(): Promise<void> {
       (await run('node', ['use.mjs'], tokenOnly)).trim() === 'r:s1:c0',
       'the client imports and runs with only Node',
     );
+    // What users read (declarations, README, source maps) must not point at the internal design brief.
+    const installed = path.join(tokenOnly, 'node_modules', '@tool-ledger', 'client');
+    const pointers: string[] = [];
+    for (const file of await readdir(installed, { recursive: true })) {
+      const text = await readFile(path.join(installed, file), 'utf8').catch(() => '');
+      if (/SPEC §|\.\.\/shared\//.test(text)) pointers.push(file);
+    }
+    check(
+      pointers.length === 0,
+      `the client package cites no file outside it (${pointers.join(', ') || 'none'})`,
+    );
 
     step('consumer project: install the tarballs with the SDKs, CDK and TypeScript');
     const consumer = path.join(scratch, 'consumer');
@@ -157,6 +186,10 @@ async function main(): Promise<void> {
       ),
     );
     await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
+    await writeFile(
+      path.join(consumer, 'tools', 'acme-tools.ts'),
+      readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
+    );
     await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
     await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
     await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
@@ -170,13 +203,19 @@ async function main(): Promise<void> {
 
     step('type-check the consumer (strict, no casts)');
     await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer);
-    check(true, 'moduleResolution NodeNext: client, three adapters with SDK types, custom tool, construct');
+    check(
+      true,
+      "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct",
+    );
     await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer);
     check(true, 'moduleResolution bundler: the same files');
 
     step("synthesize a stack with the consumer's own tool (real esbuild bundling)");
     const synth = await run('npx', ['tsx', 'app.ts'], consumer, { CDK_DISABLE_VERSION_CHECK: '1' });
-    check(synth.includes('"consumer.note"'), "the manifest lists the consumer's tool");
+    check(
+      synth.includes('"consumer.note"') && synth.includes('"webhook.post"'),
+      "the manifest lists the consumer's tool and the shipped webhook.post it composes",
+    );
     const template = JSON.parse(
       await readFile(path.join(consumer, 'cdk.out', 'ConsumerLedger.template.json'), 'utf8'),
     );
@@ -212,16 +251,70 @@ async function main(): Promise<void> {
       },
     );
     check(notes.trim().split('\n').length === 1, 'one effect for two calls');
+    stopGroup(local);
+    local = undefined;
+
+    step('a CommonJS project (what npm init writes): .ts tools refused with what to change, .mts tools run');
+    // The consumer's installs, shared through a link: the package.json is what differs.
+    const cjs = path.join(scratch, 'consumer-cjs');
+    await mkdir(path.join(cjs, 'tools'), { recursive: true });
+    await writeFile(
+      path.join(cjs, 'package.json'),
+      JSON.stringify({ name: 'consumer-cjs', version: '1.0.0', type: 'commonjs', private: true }, null, 2),
+    );
+    await symlink(path.join(consumer, 'node_modules'), path.join(cjs, 'node_modules'), 'dir');
+    await writeFile(path.join(cjs, 'tools', 'index.ts'), TOOLS_MODULE);
+    await writeFile(path.join(cjs, 'tools', 'index.mts'), TOOLS_MODULE);
+    await writeFile(path.join(cjs, 'tsconfig.json'), JSON.stringify(TSCONFIG_CJS_MTS, null, 2));
+    const refused = await exitOf('npx', ['tool-ledger', 'start'], cjs, {
+      PORT: '0',
+      [SETTINGS.dataDir.name]: path.join(scratch, 'data-cjs-refused'),
+      [SETTINGS.toolsModule.name]: 'tools/index.ts',
+    });
+    check(
+      refused.code === 2 &&
+        refused.out.includes('set "type": "module" in your package.json, or name the file index.mts'),
+      `a .ts tools module in a CommonJS package stops the start (exit ${refused.code}) and says what to change`,
+    );
+    await run('npx', ['tsc', '-p', 'tsconfig.json'], cjs);
+    check(true, 'the .mts tools module type-checks under NodeNext in the CommonJS package');
+    const cjsData = path.join(scratch, 'data-cjs');
+    const startedCjs = await startLocalMode(cjs, cjsData, 'tools/index.mts');
+    local = startedCjs.child;
+    const twice = [];
+    for (let i = 0; i < 2; i += 1) {
+      const response = await fetch(`${startedCjs.api}/v1/operations`, {
+        method: 'POST',
+        headers: {
+          authorization: 'Bearer dev-token',
+          'idempotency-key': 'cjs-1',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ tool: 'consumer.note', arguments: { note: 'from a CommonJS project' } }),
+      });
+      twice.push({
+        status: response.status,
+        body: (await response.json()) as { state?: string; replayed?: boolean },
+      });
+    }
+    check(
+      twice[0]?.status === 201 && twice[0].body.state === 'succeeded' && twice[1]?.body.replayed === true,
+      'local mode runs the .mts tools module of a CommonJS project; the retry is a replay',
+    );
     process.stdout.write('pack-check: all checks passed\n');
   } finally {
-    if (local?.pid !== undefined) {
-      try {
-        process.kill(-local.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    stopGroup(local);
     await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Kills a local mode started by {@link startLocalMode}, its whole process group (npx, tsx, node). */
+function stopGroup(child: ChildProcess | undefined): void {
+  if (child?.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
   }
 }
 

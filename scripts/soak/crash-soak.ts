@@ -1,3 +1,4 @@
+import { SETTINGS } from '../../functions/contract/environment';
 import { isTerminal, type OperationState } from '../../functions/domain/states';
 import { seededRandom } from '../load/workload';
 import { type LocalStackProcess, startLocalStack } from '../local-stack';
@@ -64,11 +65,11 @@ export interface CrashSoakReport {
 }
 
 const STACK_ENV = {
-  TOOL_LEDGER_LEASE_GRACE_MS: '200',
-  TOOL_LEDGER_RECONCILE_EVERY_MS: '200',
-  TOOL_LEDGER_RETRY_BASE_MS: '100',
-  TOOL_LEDGER_QUEUED_STALE_MS: '2000',
-  TOOL_LEDGER_LOG_FORMAT: 'json',
+  [SETTINGS.leaseGraceMs.name]: '200',
+  [SETTINGS.reconcileEveryMs.name]: '200',
+  [SETTINGS.retryBaseMs.name]: '100',
+  [SETTINGS.queuedStaleMs.name]: '2000',
+  [SETTINGS.logFormat.name]: 'json',
 };
 
 /** States in which nothing moves without a person: terminal ones and `needs_reconciliation`. */

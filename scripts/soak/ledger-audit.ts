@@ -1,9 +1,11 @@
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { LEDGER_INDEXES, LEDGER_TABLE } from '../../functions/contract/table';
 import type { OperationRecord } from '../../functions/domain/operation';
 import { isTerminal } from '../../functions/domain/states';
-import { UNRESOLVED_PROJECTION } from '../../functions/ledger/index-shards';
-import { ATTENTION_INDEX, UNRESOLVED_INDEX } from '../../functions/ledger/keys';
+
+const ATTENTION_INDEX = LEDGER_TABLE.indexes.attention.name;
+const UNRESOLVED_INDEX = LEDGER_TABLE.indexes.unresolved.name;
 
 /**
  * Every record of the ledger against the two indexes its readers use: the reconciler's `attention`
@@ -12,16 +14,20 @@ import { ATTENTION_INDEX, UNRESOLVED_INDEX } from '../../functions/ledger/keys';
  */
 
 /** Which attributes each index is keyed on. */
-const INDEX_KEYS: Record<string, readonly (keyof OperationRecord)[]> = {
-  [ATTENTION_INDEX]: ['attention_shard', 'attention_at'],
-  [UNRESOLVED_INDEX]: ['unresolved_tenant', 'unresolved_at'],
-};
+const INDEX_KEYS: Record<string, readonly (keyof OperationRecord)[]> = Object.fromEntries(
+  LEDGER_INDEXES.map((index) => [
+    index.name,
+    [index.partitionKey.name, index.sortKey.name] as (keyof OperationRecord)[],
+  ]),
+);
 
 /** The other attributes each index projects (what its entries can show wrongly). */
-const INDEX_PROJECTED: Record<string, readonly string[]> = {
-  [ATTENTION_INDEX]: [],
-  [UNRESOLVED_INDEX]: UNRESOLVED_PROJECTION,
-};
+const INDEX_PROJECTED: Record<string, readonly string[]> = Object.fromEntries(
+  LEDGER_INDEXES.map((index) => [
+    index.name,
+    index.projection.type === 'INCLUDE' ? index.projection.attributes : [],
+  ]),
+);
 
 /** What an audit found; every count must be 0. */
 export interface IndexAudit {

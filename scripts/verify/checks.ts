@@ -18,6 +18,11 @@ export interface Check {
   expect: 'holds' | 'refuted';
   /** What the run shows, for people. */
   about: string;
+  /**
+   * For a broken variant: what its counterexample must show (matched against the shortened trail,
+   * one event a line), so that the variant is refuted for the reason it claims and not another.
+   */
+  shows?: RegExp;
 }
 
 /** One caller with the key (sync, one retry, reusing the key after expiry), the executor, a reconciler, an operator, every tool kind. */
@@ -103,6 +108,14 @@ export const CHECKS: readonly Check[] = [
     expect: 'holds',
     about: 'every operation eventually terminal or in front of an operator (weak fairness)',
   },
+  {
+    name: 'settles/approval',
+    property: 'settles',
+    defines: [...LIVE.filter((d) => d !== 'APPROVAL=0'), 'APPROVAL=1'],
+    liveness: true,
+    expect: 'holds',
+    about: 'the same for a tool that needs approval: approved, rejected, or rejected at its deadline',
+  },
   // Broken variants: each must be refuted.
   {
     name: 'broken/old-downstream-key-dedupe',
@@ -111,6 +124,8 @@ export const CHECKS: readonly Check[] = [
     expect: 'refuted',
     about:
       'downstream key from tenant + operation ID only: the target dedupes the reused key and swallows the new operation',
+    shows:
+      /reservation 2 created(?:(?!EFFECT of reservation 2)[\s\S])*record -> succeeded(?:\n[^\n]*outcome of attempt \d stored)?$/,
   },
   {
     name: 'broken/old-downstream-key-marker',
@@ -119,6 +134,7 @@ export const CHECKS: readonly Check[] = [
     expect: 'refuted',
     about:
       "downstream key from tenant + operation ID only: reconcile finds the old operation's append marker",
+    shows: /reservation 2 created(?:(?!EFFECT of reservation 2)[\s\S])*Reconciler: record -> succeeded$/,
   },
   {
     name: 'broken/no-lease-expiry',
@@ -128,6 +144,19 @@ export const CHECKS: readonly Check[] = [
     expect: 'refuted',
     about:
       'a reconciler that never expires leases: a crash between reserve and effect leaves the operation pending forever',
+    shows:
+      /record -> pending\n(?:(?!record ->)[\s\S])*worker crashed(?:(?!record ->)[\s\S])*from here the run repeats forever/,
+  },
+  {
+    name: 'broken/no-approval-expiry',
+    property: 'settles',
+    defines: [...LIVE.filter((d) => d !== 'APPROVAL=0'), 'APPROVAL=1', 'BROKEN_NO_APPROVAL_EXPIRY'],
+    liveness: true,
+    expect: 'refuted',
+    about:
+      'a reconciler that never rejects at the approval deadline: an operation nobody approves waits forever',
+    shows:
+      /record -> awaiting_approval\n(?:(?!record ->)[\s\S])*approval deadline passed(?:(?!record ->)[\s\S])*from here the run repeats forever/,
   },
   {
     name: 'broken/retry-unknown',
@@ -136,6 +165,8 @@ export const CHECKS: readonly Check[] = [
     expect: 'refuted',
     about:
       'an uncertain attempt of a tool that can neither reconcile nor dedupe is retried: a crash between effect and commit runs it twice',
+    shows:
+      /EFFECT of reservation 1 \(count 1\)\n[^\n]*worker crashed[\s\S]*Reconciler: record -> failed_retryable[\s\S]*EFFECT of reservation 1 \(count 2\)$/,
   },
   {
     name: 'broken/start-after-deadline',
@@ -143,6 +174,20 @@ export const CHECKS: readonly Check[] = [
     defines: [...BASE, 'BROKEN_NO_DEADLINE'],
     expect: 'refuted',
     about: 'a worker that stalled past its lease still starts the tool',
+    shows:
+      /lease expired\n(?:(?!new lease)[\s\S])*EFFECT of reservation (\d) \(count 1\)[\s\S]*EFFECT of reservation \1 \(count 2\)$/,
+  },
+  {
+    name: 'broken/claim-without-read-back',
+    property: 'at_most_once',
+    defines: [...BASE, 'BROKEN_CLAIM_NO_READBACK'],
+    expect: 'refuted',
+    about:
+      'a worker that takes a claim whose retried write failed its condition for its own, without reading back the lease owner and attempt: it runs next to the worker whose claim landed',
+    // The worker whose claim was lost never lands one afterwards, yet runs an effect of a reservation
+    // that ends with two.
+    shows:
+      /proc (\d+) Caller: claim request or response lost\n(?:(?!proc \1 Caller: record -> pending)[\s\S])*proc \1 Caller: EFFECT of reservation (\d) \(count (?:2\)|1\)(?:(?!proc \1 Caller: record -> pending)[\s\S])*EFFECT of reservation \2 \(count 2\))$/,
   },
   {
     name: 'broken/resolution-without-attempt',
@@ -151,14 +196,16 @@ export const CHECKS: readonly Check[] = [
     defines: [...BASE, 'BROKEN_RESOLVE_NO_ATTEMPT', 'MAXATT=3'],
     expect: 'refuted',
     about: 'a resolution not bound to the attempt it looked at: a retried not_applied starts another attempt',
+    shows: /attempt = 2[\s\S]*Operator: record -> failed_retryable[\s\S]*attempt = 3[\s\S]*\(count 2\)$/,
   },
   {
-    name: 'broken/no-retention-margin',
+    name: 'broken/decision-without-reservation',
     property: 'at_most_once',
-    defines: [...BASE, 'BROKEN_NO_RETENTION_MARGIN'],
+    defines: [...BASE, 'BROKEN_DECISION_ANY_RESV'],
     expect: 'refuted',
     about:
-      'a decision slower than retention: a stale verdict (conditioned on state and attempt, not the reservation) lands on the next reservation',
+      'a decision conditioned on state and attempt but not on the reservation it read: a stale verdict lands on a new operation that reused the expired key',
+    shows: /Clock: retention passed[\s\S]*reservation 2 created[\s\S]*EFFECT of reservation 2 \(count 2\)$/,
   },
   {
     name: 'broken/approve-any-digest',
@@ -166,6 +213,7 @@ export const CHECKS: readonly Check[] = [
     defines: [...APPROVAL, 'BROKEN_APPROVE_ANY_DIGEST'],
     expect: 'refuted',
     about: 'an approval write that does not name the digest approves other arguments',
+    shows: /approval of digest 2 recorded[\s\S]*an effect ran without an approval of its digest$/,
   },
   {
     name: 'broken/resolve-any-state',
@@ -173,6 +221,7 @@ export const CHECKS: readonly Check[] = [
     defines: [...BASE, 'BROKEN_RESOLVE_ANY_STATE'],
     expect: 'refuted',
     about: 'a resolution not conditioned on the state overwrites a terminal record',
+    shows: /record -> (?:succeeded|failed_terminal)[\s\S]*Operator: a write changed a terminal record$/,
   },
   {
     name: 'broken/no-digest-check',
@@ -180,6 +229,7 @@ export const CHECKS: readonly Check[] = [
     defines: [...CONFLICT, 'BROKEN_NO_DIGEST_CHECK'],
     expect: 'refuted',
     about: 'a retry with other arguments claims the record and runs them',
+    shows: /an effect ran with another caller's arguments$/,
   },
   {
     name: 'broken/late-outcome-applied',
@@ -187,5 +237,6 @@ export const CHECKS: readonly Check[] = [
     defines: [...BASE, 'BROKEN_LATE_APPLY'],
     expect: 'refuted',
     about: "a commit not conditioned on attempt and lease owner applies a superseded attempt's outcome",
+    shows: /attempt = 2[\s\S]*outcome of attempt 1 stored$/,
   },
 ];

@@ -60,7 +60,9 @@ async function verifier(defines: readonly string[], liveness: boolean): Promise<
         await copyFile(path.join(MODEL_DIR, file), path.join(folder, file));
       }
       await run('spin', ['-a', ...defines, 'ledger.pml'], { cwd: folder });
-      const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(liveness ? ['-DNFAIR=3'] : [])];
+      // A safety property ([] p) needs no cycle search: -DSAFETY drops it (a fifth less time); the
+      // claim reaching its end is still the violation.
+      const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(liveness ? ['-DNFAIR=3'] : ['-DSAFETY'])];
       await run('gcc', [...cflags, '-o', 'pan', 'pan.c'], { cwd: folder });
       return folder;
     })();
@@ -104,7 +106,6 @@ export async function runCheck(check: Check): Promise<CheckResult> {
     ok: false,
   };
   if (/error: max search depth too small/.test(text)) result.errors = -1;
-  result.ok = check.expect === 'holds' ? result.errors === 0 : result.errors > 0;
   if (result.errors > 0) {
     const replay = await run('spin', ['-t', '-p', '-g', ...defines, 'ledger.pml'], {
       cwd: dir,
@@ -112,6 +113,11 @@ export async function runCheck(check: Check): Promise<CheckResult> {
     });
     result.trail = shortenTrail(replay.stdout);
   }
+  // A broken variant counts only when its counterexample shows what the variant claims.
+  result.ok =
+    check.expect === 'holds'
+      ? result.errors === 0
+      : result.errors > 0 && (check.shows === undefined || check.shows.test((result.trail ?? []).join('\n')));
   return result;
 }
 
@@ -130,6 +136,7 @@ const WATCHED: Record<string, (value: string) => string> = {
   expd: (v) => (v === '1' ? 'retention passed: the key is free again' : ''),
   crashes: () => 'worker crashed',
   lost: () => 'commit response lost',
+  lostClaim: () => 'claim request or response lost',
   'applied[1]': (v) => `EFFECT of reservation 1 (count ${v})`,
   'applied[2]': (v) => `EFFECT of reservation 2 (count ${v})`,
   'apprOf[1]': (v) => `approval of digest ${v} recorded`,

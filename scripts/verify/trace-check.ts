@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
   type Actor,
+  allowsMove,
   isState,
   isTerminal,
   type OperationState,
@@ -15,6 +16,8 @@ import {
  *
  * - who wrote it (told by its outcome code) may make that move: the reconciler never fails an
  *   operation terminally from `uncertain`, a late owner only records a known outcome, ...;
+ * - a decision ends where its outcome code says: `no_reconcile` (a tool that can neither reconcile
+ *   nor dedupe) only in `needs_reconciliation`, never in a retry;
  * - the record as the replay has it could take that move: state before → after is a row of the
  *   table, read as the write's condition (an owner's commit is conditioned on `pending, uncertain,
  *   needs_reconciliation, failed_retryable`, so its line may name the state it claimed from);
@@ -22,9 +25,13 @@ import {
  * - a terminal record changes only by a new reservation of its key (retention passed).
  *
  * Lines are matched into a chain rather than taken strictly in log order, because two writers' lines
- * may reach the log in the opposite order of their writes. A writer that dies after its write and
- * before its log line leaves a gap; the replay bridges a gap with the fewest moves the table allows
- * (never out of a terminal state) and counts them as unlogged.
+ * may reach the log in the opposite order of their writes. A move may be missing from the log only
+ * where its write landed and its writer never saw the answer: it died right after the write, or the
+ * answer was lost and the writer's retry failed its condition (a decision does not read back). Who
+ * runs the system knows when that happened (the model suite's fault layer counts such writes per
+ * operation; a load run knows it killed its process once), and says so in `unlogged`: the replay
+ * bridges at most that many moves per operation, each with the fewest moves the table allows (never
+ * out of a terminal state), and rejects a line that needs more. By default nothing may be missing.
  */
 
 /** The fields of a log line the replay reads. */
@@ -45,14 +52,26 @@ export interface Rejection {
   reason: string;
 }
 
+/** What a replay may assume about the run that wrote the lines. */
+export interface TraceOptions {
+  /**
+   * How many moves of the operation with this trace key may be missing from the log: writes of it that
+   * landed while their writer could not see the answer (a crash right after the write, a lost
+   * response). Default: none.
+   */
+  unlogged?: (key: string) => number;
+}
+
 /** What a replay found. */
 export interface TraceVerdict {
   lines: number;
   operations: number;
   transitions: number;
   observations: number;
-  /** Moves bridged because a writer died between its write and its log line. */
+  /** Moves bridged because a writer never saw its write land (within what the run allowed). */
   unlogged: number;
+  /** Moves the run allowed to be missing, over the operations that logged lines. */
+  allowed: number;
   rejected: Rejection[];
 }
 
@@ -74,9 +93,49 @@ const RECONCILER_CODES = new Set([
   'tool_unregistered',
 ]);
 
+/**
+ * Where a decision with this outcome code may take the record. The table lets the reconciler move an
+ * uncertain record to `failed_retryable` or to `needs_reconciliation`; which one is the safety rule
+ * the model proves (a tool that can neither reconcile nor dedupe goes to an operator, never to a
+ * retry), and the code says which rule the writer followed.
+ */
+const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
+  lease_expired: ['uncertain'],
+  reconciled_applied: ['succeeded'],
+  reconciled_not_applied: ['failed_retryable'],
+  downstream_idempotent_retry: ['failed_retryable'],
+  no_reconcile: ['needs_reconciliation'],
+  reconcile_unknown: ['needs_reconciliation'],
+  tool_unregistered: ['needs_reconciliation'],
+  approval_expired: ['rejected'],
+  approved: ['queued'],
+  approval_rejected: ['rejected'],
+  resolved_applied: ['succeeded'],
+  resolved_not_applied: ['failed_retryable'],
+  resolved_failed: ['failed_terminal'],
+  attempts_exhausted: ['failed_terminal'],
+};
+
+/**
+ * Outcome codes that name one row whoever writes it: `attempts_exhausted` is the code of
+ * `exhaust_attempts` alone, which a worker (a caller or the executor meeting a used-up record) and the
+ * reconciler both write.
+ */
+const ROW_OF_CODE: Readonly<Record<string, TransitionName>> = { attempts_exhausted: 'exhaust_attempts' };
+
+/** The rows whose lines carry no outcome code: reservations and claims. */
+const CODELESS: readonly TransitionName[] = [
+  'reserve_pending',
+  'reserve_queued',
+  'reserve_awaiting_approval',
+  'claim',
+];
+
 /** Who may have written a line, from its outcome code: the actors of `states.ts`. */
 export function writersOf(code: string | null): readonly Actor[] {
   if (code === null) return ['reserve', 'worker'];
+  const row = ROW_OF_CODE[code];
+  if (row) return TRANSITIONS[row].actors;
   if (APPROVER_CODES.has(code)) return ['approver'];
   if (OPERATOR_CODES.has(code)) return ['operator'];
   if (RECONCILER_CODES.has(code)) return ['reconciler'];
@@ -85,13 +144,21 @@ export function writersOf(code: string | null): readonly Actor[] {
   return ['owner', 'late_owner'];
 }
 
-function namesFor(actors: readonly Actor[]): TransitionName[] {
-  return (Object.keys(TRANSITIONS) as TransitionName[]).filter((n) => actors.includes(TRANSITIONS[n].actor));
+/** The rows a line with this outcome code may be a move of: its writers' rows that log such a code. */
+export function movesOf(code: string | null): TransitionName[] {
+  const actors = writersOf(code);
+  const byActor = (Object.keys(TRANSITIONS) as TransitionName[]).filter((n) =>
+    TRANSITIONS[n].actors.some((a) => actors.includes(a)),
+  );
+  if (code === null) return byActor.filter((n) => CODELESS.includes(n));
+  const row = ROW_OF_CODE[code];
+  if (row) return [row];
+  const named = Object.values(ROW_OF_CODE);
+  return byActor.filter((n) => !CODELESS.includes(n) && !named.includes(n));
 }
 
 function allows(name: TransitionName, from: OperationState | null, to: OperationState): boolean {
-  const rule = TRANSITIONS[name];
-  return rule.from.includes(from) && rule.to.includes(to);
+  return allowsMove(name, from, to);
 }
 
 /** The attempt after `name` moves a record at `attempt` to `to`. */
@@ -107,10 +174,13 @@ function misfit(current: Node, line: TraceLine): string | undefined {
   // One write may perform any of its writer's transitions its condition admits (an owner's commit is
   // record_outcome from pending or record_late_outcome from uncertain), so the line must name a move of
   // its writer, and the record as replayed must allow one too.
-  const names = namesFor(writersOf(line.outcome_code));
+  const names = movesOf(line.outcome_code);
   if (!names.some((n) => allows(n, before, to))) {
-    return `no transition of ${writersOf(line.outcome_code).join('/')} moves ${before ?? '(none)'} -> ${to}`;
+    const code = line.outcome_code === null ? 'no outcome code' : `outcome ${line.outcome_code}`;
+    return `no transition of ${writersOf(line.outcome_code).join('/')} with ${code} moves ${before ?? '(none)'} -> ${to}`;
   }
+  const ends = line.outcome_code === null ? undefined : ENDS[line.outcome_code];
+  if (ends && !ends.includes(to)) return `outcome ${line.outcome_code} never ends in ${to}`;
   const fresh = current.state === null || isTerminal(current.state);
   for (const name of names) {
     // Only a reservation starts from "no record", and a reservation's line says so.
@@ -127,11 +197,11 @@ function apply(line: TraceLine): Node {
   return { state: line.state_after as OperationState, attempt: line.attempt_number };
 }
 
-/** The fewest unlogged moves from `current` after which `line` fits, or undefined (at most 4). */
-function bridge(current: Node, line: TraceLine): number | undefined {
+/** The fewest unlogged moves from `current` after which `line` fits, or undefined (at most `most`). */
+function bridge(current: Node, line: TraceLine, most: number): number | undefined {
   let frontier: Node[] = [current];
   const seen = new Set<string>([`${current.state}:${current.attempt}`]);
-  for (let depth = 1; depth <= 4; depth++) {
+  for (let depth = 1; depth <= most; depth++) {
     const next: Node[] = [];
     for (const node of frontier) {
       // Nothing leaves a terminal state unlogged: a new reservation always logs its line first.
@@ -140,6 +210,8 @@ function bridge(current: Node, line: TraceLine): number | undefined {
         const rule = TRANSITIONS[name];
         if (!rule.from.includes(node.state)) continue;
         for (const to of rule.to) {
+          // A postponement leaves the record where it is: nothing to bridge.
+          if (rule.keepsState) continue;
           const n: Node = { state: to, attempt: attemptAfter(name, node.attempt, to) };
           if (n.attempt > line.attempt_number) continue;
           const id = `${n.state}:${n.attempt}`;
@@ -168,8 +240,11 @@ function malformed(line: TraceLine): string | undefined {
   return undefined;
 }
 
-/** Replays the lines of one operation key. */
-function replayOne(key: string, lines: TraceLine[], verdict: TraceVerdict): void {
+/** Moves the replay looks for, beyond a run's allowance, to say what a rejected line would have needed. */
+const DIAGNOSE_MOVES = 4;
+
+/** Replays the lines of one operation key, with at most `allowance` moves missing from them. */
+function replayOne(key: string, lines: TraceLine[], allowance: number, verdict: TraceVerdict): void {
   const pool: TraceLine[] = [];
   for (const line of lines) {
     const bad = malformed(line);
@@ -188,13 +263,15 @@ function replayOne(key: string, lines: TraceLine[], verdict: TraceVerdict): void
     pool.push(line);
   }
   let current: Node = { state: null, attempt: 0 };
+  let left = allowance;
   while (pool.length > 0) {
     let index = pool.findIndex((line) => misfit(current, line) === undefined);
     let gap = 0;
-    if (index < 0) {
-      // A writer may have died after its write: bridge the shortest gap the table allows.
+    if (index < 0 && left > 0) {
+      // A write landed that its writer never saw: bridge the shortest gap the table allows, within
+      // the moves this operation may be missing.
       for (let i = 0; i < pool.length; i++) {
-        const moves = bridge(current, pool[i] as TraceLine);
+        const moves = bridge(current, pool[i] as TraceLine, left);
         if (moves !== undefined && (index < 0 || moves < gap)) {
           index = i;
           gap = moves;
@@ -204,11 +281,17 @@ function replayOne(key: string, lines: TraceLine[], verdict: TraceVerdict): void
     if (index < 0) break;
     const [line] = pool.splice(index, 1) as [TraceLine];
     verdict.unlogged += gap;
+    left -= gap;
     verdict.transitions += 1;
     current = apply(line);
   }
   for (const line of pool) {
-    verdict.rejected.push({ key, line, reason: misfit(current, line) ?? 'does not follow' });
+    let reason = misfit(current, line) ?? 'does not follow';
+    const needed = bridge(current, line, Math.max(DIAGNOSE_MOVES, left + 1));
+    if (needed !== undefined) {
+      reason += `; ${needed} move(s) missing from the log would bridge it, but the run allows ${left} more for this operation (writes that landed unseen by their writer)`;
+    }
+    verdict.rejected.push({ key, line, reason });
   }
 }
 
@@ -217,11 +300,11 @@ function replayOne(key: string, lines: TraceLine[], verdict: TraceVerdict): void
  *
  * @example
  * ```ts
- * const verdict = checkTrace(lines);
+ * const verdict = checkTrace(lines, { unlogged: (key) => lostWrites.get(key) ?? 0 });
  * if (verdict.rejected.length > 0) process.exit(1);
  * ```
  */
-export function checkTrace(lines: readonly TraceLine[]): TraceVerdict {
+export function checkTrace(lines: readonly TraceLine[], options: TraceOptions = {}): TraceVerdict {
   const byKey = new Map<string, TraceLine[]>();
   for (const line of lines) {
     const key = line.trace_key ?? line.operation_id;
@@ -235,16 +318,39 @@ export function checkTrace(lines: readonly TraceLine[]): TraceVerdict {
     transitions: 0,
     observations: 0,
     unlogged: 0,
+    allowed: 0,
     rejected: [],
   };
-  for (const [key, list] of byKey) replayOne(key, list, verdict);
+  for (const [key, list] of byKey) {
+    const allowance = options.unlogged?.(key) ?? 0;
+    verdict.allowed += allowance;
+    replayOne(key, list, allowance, verdict);
+  }
   return verdict;
 }
 
-/** Reads a file of JSON lines; lines that are not transition lines (other log records) are skipped. */
-export async function readTraceFile(file: string): Promise<TraceLine[]> {
+/**
+ * A record of a trace file that says how many writes of one operation landed unseen by their writer
+ * (`{"trace_key": …, "unlogged_writes": n}`; several records of one key add up).
+ */
+export interface UnloggedRecord {
+  trace_key: string;
+  unlogged_writes: number;
+}
+
+/** What a trace file holds: transition lines, and the writes per trace key that may have no line. */
+export interface TraceFile {
+  lines: TraceLine[];
+  unlogged: Map<string, number>;
+}
+
+/**
+ * Reads a file of JSON lines: transition lines and {@link UnloggedRecord}s; other log records are
+ * skipped.
+ */
+export async function readTraceFile(file: string): Promise<TraceFile> {
   const text = await readFile(file, 'utf8');
-  const lines: TraceLine[] = [];
+  const out: TraceFile = { lines: [], unlogged: new Map() };
   for (const raw of text.split('\n')) {
     if (raw.trim() === '') continue;
     let value: unknown;
@@ -253,21 +359,36 @@ export async function readTraceFile(file: string): Promise<TraceLine[]> {
     } catch {
       continue;
     }
-    if (value && typeof value === 'object' && 'state_after' in value && 'operation_id' in value) {
-      lines.push(value as TraceLine);
+    if (!value || typeof value !== 'object') continue;
+    if ('state_after' in value && 'operation_id' in value) {
+      out.lines.push(value as TraceLine);
+    } else if ('unlogged_writes' in value && 'trace_key' in value) {
+      const { trace_key: key, unlogged_writes: n } = value as UnloggedRecord;
+      if (typeof key === 'string' && Number.isSafeInteger(n) && n > 0) {
+        out.unlogged.set(key, (out.unlogged.get(key) ?? 0) + n);
+      }
     }
   }
-  return lines;
+  return out;
 }
 
 async function main(): Promise<void> {
-  const files = process.argv.slice(2);
-  if (files.length === 0) {
-    console.error('usage: tsx scripts/verify/trace-check.ts <log file>...');
+  const args = process.argv.slice(2);
+  const flag = args.find((a) => a.startsWith('--unlogged='));
+  const files = args.filter((a) => a !== flag);
+  const perOperation = flag === undefined ? 0 : Number(flag.slice('--unlogged='.length));
+  if (files.length === 0 || !Number.isSafeInteger(perOperation) || perOperation < 0) {
+    console.error('usage: tsx scripts/verify/trace-check.ts [--unlogged=N] <log file>...');
+    console.error('  --unlogged=N  moves each operation may be missing (writers that died after a write)');
     process.exit(2);
   }
-  const lines = (await Promise.all(files.map(readTraceFile))).flat();
-  const verdict = checkTrace(lines);
+  const read = await Promise.all(files.map(readTraceFile));
+  const unlogged = new Map<string, number>();
+  for (const f of read) for (const [k, n] of f.unlogged) unlogged.set(k, (unlogged.get(k) ?? 0) + n);
+  const verdict = checkTrace(
+    read.flatMap((f) => f.lines),
+    { unlogged: (key) => (unlogged.get(key) ?? 0) + perOperation },
+  );
   printVerdict(verdict);
   if (verdict.rejected.length > 0) process.exit(1);
 }
@@ -275,7 +396,7 @@ async function main(): Promise<void> {
 /** Prints a verdict: counts, then each rejected line with its reason. */
 export function printVerdict(verdict: TraceVerdict): void {
   console.log(
-    `trace check: ${verdict.lines} lines checked (${verdict.transitions} transitions, ${verdict.observations} observations) over ${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged, ${verdict.rejected.length} rejected`,
+    `trace check: ${verdict.lines} lines checked (${verdict.transitions} transitions, ${verdict.observations} observations) over ${verdict.operations} operations, ${verdict.unlogged} unlogged moves bridged (${verdict.allowed} allowed by the run's lost answers), ${verdict.rejected.length} rejected`,
   );
   for (const r of verdict.rejected.slice(0, 20)) {
     console.log(`  REJECTED ${r.key}: ${r.reason}  ${JSON.stringify(r.line)}`);

@@ -1,4 +1,10 @@
-import { STATES, TERMINAL_STATES, TRANSITIONS, type TransitionName } from '../../functions/domain/states';
+import {
+  ACTORS,
+  STATES,
+  TERMINAL_STATES,
+  TRANSITIONS,
+  type TransitionName,
+} from '../../functions/domain/states';
 
 /**
  * Writes the operation state machine of `functions/domain/states.ts` as Promela macros, so that the
@@ -19,17 +25,25 @@ export function promelaTransitionTable(): string {
   });
   const terminal = STATES.filter((s) => TERMINAL_STATES.has(s)).map((s) => `s == S_${s}`);
   lines.push('', '/* States that never change again. */', `#define TERMINAL(s) (${terminal.join(' || ')})`);
+  lines.push('', '/* Actors: who writes. */');
+  ACTORS.forEach((actor, i) => {
+    lines.push(`#define ACT_${actor} ${i + 1}`);
+  });
   lines.push(
     '',
-    '/* Transitions: FROM_x(s) holds for the states x may leave, TO_x(s) for those it may enter. */',
+    '/* Transitions: FROM_x(s) holds for the states x may leave, TO_x(s) for those it may enter, BY_x(a) for its actors. */',
   );
   for (const name of Object.keys(TRANSITIONS) as TransitionName[]) {
     const rule = TRANSITIONS[name];
     const from = rule.from.map((s) => `s == S_${s ?? 'none'}`);
     const to = rule.to.map((s) => `s == S_${s}`);
-    lines.push(`/* ${name}: by ${rule.actor} */`);
+    const by = rule.actors.map((a) => `a == ACT_${a}`);
+    lines.push(
+      `/* ${name}: by ${rule.actors.join(', ')}${rule.keepsState ? ', keeps the state it finds' : ''} */`,
+    );
     lines.push(`#define FROM_${name}(s) (${from.join(' || ')})`);
     lines.push(`#define TO_${name}(s) (${to.join(' || ')})`);
+    lines.push(`#define BY_${name}(a) (${by.join(' || ')})`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -2,7 +2,7 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
-import { LEDGER_ROUTES, type LedgerRoute } from '../../lib/routes';
+import { LEDGER_ROUTES, type LedgerRoute } from '../../functions/contract/routes';
 import { resolveSettings, ToolLedgerConfigError } from '../../lib/settings';
 import { ToolLedger, type ToolLedgerProps } from '../../lib/tool-ledger';
 import { exampleStack, testApp } from './synth';

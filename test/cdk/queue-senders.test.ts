@@ -2,7 +2,11 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
-import { QUEUE_SENDERS_VARIABLE, SenderBinding } from '../../functions/engine/sender-binding';
+import { SETTINGS } from '../../functions/contract/environment';
+import { SenderBinding } from '../../functions/queue/sender-binding';
+
+const QUEUE_SENDERS_VARIABLE = SETTINGS.queueSenders.name;
+
 import { ToolLedgerConfigError } from '../../lib/settings';
 import { ToolLedger } from '../../lib/tool-ledger';
 import { testApp } from './synth';

@@ -1,15 +1,9 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../functions/config';
-import {
-  ATTENTION_INDEX,
-  TENANT_PATTERN as LEDGER_TENANT_PATTERN,
-  UNRESOLVED_INDEX,
-} from '../../functions/ledger/keys';
+import { LEDGER_ROLES, LEDGER_ROUTES, routeArnPath, routesOf } from '../../functions/contract/routes';
 import { apiBundledFiles } from '../../lib/environment';
-import { TABLE_SCHEMA } from '../../lib/ledger-table';
-import { LEDGER_ROLES, LEDGER_ROUTES, routeArnPath, routesOf } from '../../lib/routes';
-import { resolveSettings, TENANT_PATTERN } from '../../lib/settings';
+import { resolveSettings } from '../../lib/settings';
 import { EXAMPLE_TENANTS, exampleStack, testApp } from './synth';
 
 const exampleProps = { tenants: EXAMPLE_TENANTS };
@@ -115,9 +109,6 @@ describe('ledger table', () => {
         { AttributeName: 'unresolved_at', AttributeType: 'N' },
       ]),
     );
-    expect(TABLE_SCHEMA.attentionIndex.name).toBe(ATTENTION_INDEX);
-    expect(TABLE_SCHEMA.unresolvedIndex.name).toBe(UNRESOLVED_INDEX);
-    expect(TENANT_PATTERN.source).toBe(LEDGER_TENANT_PATTERN.source);
   });
 
   it('is encrypted with a rotating key that is retained with the data', () => {

@@ -1,7 +1,7 @@
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { withUpstreams } from '../../functions/mcp/no-upstreams';
-import type { Runtime } from '../../functions/wiring';
+import { ToolRegistry } from '../../functions/tools/registry';
 import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES, lambdaBundling } from '../../lib/bundling';
 
 /*
@@ -46,10 +46,10 @@ describe('the MCP gateway in the handler bundles', () => {
   });
 
   it('stand-in: does nothing without upstreams and refuses to start when the environment names some', () => {
-    const runtime = {} as Runtime;
-    expect(() => withUpstreams(runtime, {})).not.toThrow();
+    const deps = { tools: new ToolRegistry([]) };
+    expect(() => withUpstreams(deps, {})).not.toThrow();
     expect(() =>
-      withUpstreams(runtime, { TOOL_LEDGER_MCP_UPSTREAMS: 'files=https://mcp.example.com/mcp' }),
+      withUpstreams(deps, { TOOL_LEDGER_MCP_UPSTREAMS: 'files=https://mcp.example.com/mcp' }),
     ).toThrow(/bundled without the MCP gateway: set mcpUpstreams on the construct/);
   });
 });

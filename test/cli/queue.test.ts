@@ -1,5 +1,5 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type CliHarness, serveCli } from './support';
 
@@ -8,16 +8,10 @@ import { type CliHarness, serveCli } from './support';
  * served over HTTP on dynalite.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let cli: CliHarness;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   cli = await serveCli(db, [tool.tool, new ScriptedTool('test.approved', { requiresApproval: true }).tool]);

@@ -58,6 +58,51 @@ describe('nothing listens at the endpoint', () => {
     expect(counting.sent()).toBeGreaterThan(1);
   });
 
+  it('a port fetch refuses (bad port, e.g. 1) is unreachable after one attempt, even for an agent that retries', async () => {
+    for (const onUnreachable of ['fail', 'retry'] as const) {
+      const counting = countingFetch();
+      const client = new ToolLedgerClient({
+        endpoint: 'http://127.0.0.1:1',
+        signer: bearerToken('t'),
+        fetch: counting.fetch,
+        clock: fakeClock(),
+        deadlineMs: 5_000,
+        onUnreachable,
+      });
+      const error = await client.get('op-1').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolLedgerError);
+      expect(error).toMatchObject({ code: 'unreachable' });
+      expect((error as Error).message).toBe(
+        'nothing can be sent to http://127.0.0.1:1 (bad port: fetch refuses port 1)',
+      );
+      expect(counting.sent()).toBe(1);
+    }
+  });
+
+  it("the operators' CLI reports a port fetch refuses at once, with exit 1", async () => {
+    let stderr = '';
+    const code = await main(['list', '--endpoint', 'http://127.0.0.1:1', '--token', 't'], {
+      stdout: () => {},
+      stderr: (text) => {
+        stderr += text;
+      },
+      env: {},
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain('unreachable: nothing can be sent to http://127.0.0.1:1 (bad port');
+    // `reconcile` sends its own request: the reason is named there too, not just the error's class.
+    stderr = '';
+    const reconcile = await main(['reconcile', '--endpoint', 'http://127.0.0.1:1', '--token', 't'], {
+      stdout: () => {},
+      stderr: (text) => {
+        stderr += text;
+      },
+      env: {},
+    });
+    expect(reconcile).toBe(1);
+    expect(stderr).toContain('unreachable: no answer from http://127.0.0.1:1 (bad port)');
+  });
+
   it("the operators' CLI reports an unreachable endpoint at once, with exit 1", async () => {
     const port = await closedPort();
     let stdout = '';

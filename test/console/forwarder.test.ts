@@ -1,10 +1,11 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type AddressInfo, createServer } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Connection, resolveConnection } from '../../cli/connection';
 import { type ConsoleServer, startConsoleServer } from '../../cli/console/server';
 import { HttpOperatorApi } from '../../cli/operator-api';
 import { type CliHarness, serveCli } from '../cli/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -13,18 +14,12 @@ import { ScriptedTool } from '../support/harness';
  * what it must send, and what the console answers when the API cannot.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let cli: CliHarness;
 let server: ConsoleServer;
 const SECRET = 'test-secret-of-this-run';
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   cli = await serveCli(db, [tool.tool]);
@@ -195,14 +190,19 @@ describe('the console forwarder', () => {
   });
 
   it('answers deadline_exceeded when the API does not answer within the CLI’s deadline, naming no credential', async () => {
+    // An API that takes every connection and drops it unanswered: the CLI's client retries a lost
+    // answer until its deadline, then gives up. (Port 9 was used here once; fetch refuses that port
+    // outright, which the client now reports at once as unreachable.)
+    const dropping = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+    const { port } = dropping.address() as AddressInfo;
     const closed = await startConsoleServer({
-      api: await connect('http://127.0.0.1:9', 'operator-a'),
+      api: await connect(`http://127.0.0.1:${port}`, 'operator-a'),
       port: 0,
       secret: SECRET,
     });
     try {
       const answer = await send('/api/v1/tools', { to: closed });
-      // The CLI's client retries a refused connection until its deadline, then gives up.
       expect(answer).toMatchObject({
         status: 504,
         body: { code: 'deadline_exceeded', title: 'The API did not answer in time' },
@@ -210,6 +210,7 @@ describe('the console forwarder', () => {
       expect(JSON.stringify(answer.body)).not.toContain('operator-a');
     } finally {
       await closed.close();
+      await new Promise<void>((resolve) => dropping.close(() => resolve()));
     }
   });
 });

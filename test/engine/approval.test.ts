@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { decideApproval } from '../../functions/engine/approval';
 import { resolveOperation } from '../../functions/engine/resolution';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { drive, ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let ledger: TestLedger;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.guarded', { requiresApproval: true });
   ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);

@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { LedgerUnavailableError } from '../../functions/domain/errors';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { injectFaults, lostResponse, throttling } from '../support/faults';
 import { ScriptedTool, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 async function faultyLedger(plans: Parameters<typeof injectFaults>[1], maxAttempts = 3) {
   const table = await freshTable(db.client);
   const client = db.newClient({ maxAttempts });

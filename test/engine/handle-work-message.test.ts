@@ -1,17 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handleWorkMessage } from '../../functions/engine/handle-work-message';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
+import { handleWorkMessage } from '../../functions/queue/handle-work-message';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 const message = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({
     operation_id: 'm-1',

@@ -1,14 +1,14 @@
 import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import type { OperationRecord } from '../../functions/domain/operation';
 import { decideApproval } from '../../functions/engine/approval';
-import { handleWorkMessage } from '../../functions/engine/handle-work-message';
 import { notAfterMarginSeconds } from '../../functions/engine/not-after';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
 import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
+import { handleWorkMessage } from '../../functions/queue/handle-work-message';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
 /**
@@ -19,14 +19,14 @@ import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
 const RETENTION_SECONDS = 30 * 86_400;
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let sqs: LocalSqs;
 let queues = 0;
 beforeAll(async () => {
-  [db, sqs] = await Promise.all([startDynalite(), startLocalSqs(0)]);
+  sqs = await startLocalSqs(0);
 });
 afterAll(async () => {
-  await Promise.all([db?.stop(), sqs?.stop()]);
+  await sqs?.stop();
 });
 
 async function ledgerOnFauxqs(tools: ScriptedTool[]): Promise<{ ledger: TestLedger; queueUrl: string }> {
@@ -75,7 +75,7 @@ describe('not_after on the ledger’s own messages', () => {
     const result = await ledger.submit({ operationId: 'async-1', arguments: { target: 'a' }, mode: 'async' });
     const to = ledger.deps.clock();
     expect(result.record.state).toBe('queued');
-    expectNotAfter(await receiveOne(queueUrl), result.record, { from, to });
+    expectNotAfter(await receiveOne(queueUrl), result.record as OperationRecord, { from, to });
   });
 
   it('an approval enqueues with not_after', async () => {
@@ -91,7 +91,7 @@ describe('not_after on the ledger’s own messages', () => {
       argumentsDigest: first.record.arguments_digest,
     });
     const to = ledger.deps.clock();
-    expectNotAfter(await receiveOne(queueUrl), first.record, { from, to });
+    expectNotAfter(await receiveOne(queueUrl), first.record as OperationRecord, { from, to });
   });
 
   it('the reconciler’s re-enqueue of a stale queued record counts from its send, and the copy runs', async () => {

@@ -1,19 +1,12 @@
 import type { Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { recordOpenOperations } from '../../functions/engine/open-operations-gauge';
-import { createReconcilerHandler } from '../../functions/handlers/reconciler';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { createReconcilerHandler } from '../../functions/reconciler/reconciler-handler';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { drive, ScriptedTool, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 const A = { target: 'a' };
 const context = { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60_000 } as unknown as Context;
 

@@ -1,25 +1,19 @@
 import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
+import { READ_SK } from '../../functions/contract/table';
 import { IdempotencyConflictError, LedgerUnavailableError } from '../../functions/domain/errors';
 import type { AnyTool } from '../../functions/domain/tool';
-import { READ_SK } from '../../functions/engine/read-tool-path';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { injectFaults, throttling } from '../support/faults';
 import { Gate, ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let table: string;
 let tool: ScriptedTool;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   table = await freshTable(db.client);
   tool = new ScriptedTool('test.read', { effect: 'read' });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { reconcilePass, type ShardProgress } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 
 /**
@@ -13,14 +13,7 @@ import { ScriptedTool, testLedger } from '../support/harness';
  * spends as a real one would: no test waits on the clock.
  */
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 const IDS = ['slow-1', 'slow-2', 'slow-3', 'slow-4', 'slow-5', 'slow-6'];
 
 describe('reconciler time budget', () => {

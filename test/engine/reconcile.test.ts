@@ -1,24 +1,17 @@
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import type { OperationRecord } from '../../functions/domain/operation';
 import { createDeps } from '../../functions/engine/ledger-deps';
 import { prepareCall } from '../../functions/engine/prepare-call';
 import { reconcilePass } from '../../functions/engine/reconcile';
 import { newLease, reserve } from '../../functions/engine/transitions';
-import { operationKey } from '../../functions/ledger/keys';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { injectFaults, throttling } from '../support/faults';
 import { drive, Gate, ScriptedTool, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 const A = { target: 'a' };
 
 describe('reconciler', () => {

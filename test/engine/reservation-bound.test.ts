@@ -1,8 +1,8 @@
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { changeState, deferAttention } from '../../functions/engine/transitions';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
+import { deferAttention, reconcileApplied } from '../../functions/engine/transitions';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 
 /*
@@ -12,14 +12,7 @@ import { ScriptedTool, testLedger } from '../support/harness';
  * found that state and attempt alone did not guarantee it; the write is now bound to `reservation_id`.
  */
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 describe('decisions are bound to the reservation they read', () => {
   it('a stale decision does not land on a new operation that reused the key, even in the same state and attempt', async () => {
     const tool = new ScriptedTool('test.effect');
@@ -35,12 +28,9 @@ describe('decisions are bound to the reservation they read', () => {
     const replaced = { ...read!, reservation_id: 'a-new-reservation' };
     await doc.send(new PutCommand({ TableName: ledger.store.tableName, Item: replaced }));
 
-    const decided = await changeState(ledger.deps, ledger.req(), read!, tool.tool, {
-      transition: 'reconcile',
-      expect: { states: ['uncertain'], attempt: read!.attempt },
-      to: 'succeeded',
-      code: 'reconciled_applied',
-      set: { result: JSON.stringify({ from: 'the old operation' }) },
+    const decided = await reconcileApplied(ledger.deps, ledger.req(), read!, tool.tool, {
+      json: JSON.stringify({ from: 'the old operation' }),
+      code: 'succeeded',
     });
     expect(decided.ok).toBe(false);
     const deferred = await deferAttention(ledger.deps, ledger.req(), read!, Date.now() + 60_000);
@@ -56,11 +46,9 @@ describe('decisions are bound to the reservation they read', () => {
     tool.next({ kind: 'uncertain', code: 'timeout' });
     await ledger.submit({ operationId: 'kept-1', arguments: { target: 'a' } });
     const read = await ledger.store.get(operationKey('acme', 'kept-1'));
-    const decided = await changeState(ledger.deps, ledger.req(), read!, tool.tool, {
-      transition: 'reconcile',
-      expect: { states: ['uncertain'], attempt: read!.attempt },
-      to: 'succeeded',
-      code: 'reconciled_applied',
+    const decided = await reconcileApplied(ledger.deps, ledger.req(), read!, tool.tool, {
+      json: 'null',
+      code: 'succeeded',
     });
     expect(decided.ok).toBe(true);
   });

@@ -1,19 +1,18 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { ValidationError } from '../../functions/domain/errors';
 import { listUnresolved } from '../../functions/engine/read-operations';
-import { operationKey } from '../../functions/ledger/keys';
 import { mergeShards, type ShardPosition, type ShardQuery } from '../../functions/ledger/sharded-listing';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let ledger: TestLedger;
 /** Every operation of tenant acme, newest first, with the state it was left in. */
 const expected: { id: string; state: string }[] = [];
 
 beforeAll(async () => {
-  db = await startDynalite();
   const tool = new ScriptedTool('test.t');
   ledger = testLedger(db.client, await freshTable(db.client), [tool.tool], { unresolvedShards: 4 });
   for (let n = 0; n < 23; n++) {
@@ -31,10 +30,6 @@ beforeAll(async () => {
   tool.next({ kind: 'succeed' });
   await ledger.submit({ operationId: 'done', arguments: { target: 'done' } }); // terminal: never listed
 });
-afterAll(async () => {
-  await db.stop();
-});
-
 async function readAll(options: {
   state?: string;
   limit: number;

@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { IdempotencyConflictError, LedgerError } from '../../functions/domain/errors';
-import { operationKey } from '../../functions/ledger/keys';
 import { TRANSITION_LOG_FIELDS } from '../../functions/observability/transition-log';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let ledger: TestLedger;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool();
   ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);

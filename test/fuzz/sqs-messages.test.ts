@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { operationKey } from '../../functions/ledger/keys';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { captureOutput } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type ExecutorHarness, executorHarness, jsonLines, sqsRecord } from './executor-harness';
 import { FUZZ_TEST_TIMEOUT_MS, runs } from './fuzz-api';
@@ -36,16 +36,10 @@ const CANARY = 'CANARY-sqs-5b1e';
 
 vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let effect: ScriptedTool;
 let executor: ExecutorHarness;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db?.stop();
-});
 beforeEach(async () => {
   effect = new ScriptedTool('test.effect');
   executor = await executorHarness(db, [effect.tool]);

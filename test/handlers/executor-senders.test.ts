@@ -1,13 +1,17 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { QUEUE_SENDERS_VARIABLE, SenderBinding } from '../../functions/engine/sender-binding';
-import { createExecutorHandler } from '../../functions/handlers/executor';
-import { operationKey } from '../../functions/ledger/keys';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SETTINGS } from '../../functions/contract/environment';
+import { SenderBinding } from '../../functions/queue/sender-binding';
+
+const QUEUE_SENDERS_VARIABLE = SETTINGS.queueSenders.name;
+
+import { operationKey } from '../../functions/contract/keys';
 import { invocationContext } from '../../functions/local/lambda-context';
 import { logger } from '../../functions/observability/logger';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { buildRuntime, type Runtime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -21,13 +25,7 @@ const ACME_PRODUCER = 'AROAACMEPRODUCER0001';
 const GLOBEX_PRODUCER = 'AROAGLOBEXPRODUCER01';
 const API_ROLE = 'AROALEDGERAPIROLE001';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db?.stop();
-});
+const db = useDynalite();
 afterEach(() => {
   vi.unstubAllEnvs();
   vi.restoreAllMocks();

@@ -1,12 +1,12 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExecutorHandler, retryVisibilitySeconds } from '../../functions/handlers/executor';
 import { invocationContext } from '../../functions/local/lambda-context';
 import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import { createExecutorHandler, retryVisibilitySeconds } from '../../functions/queue/executor-handler';
 import { buildRuntime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -16,13 +16,13 @@ import { ScriptedTool } from '../support/harness';
  * receiving the message again proves the change reached the queue.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let sqs: LocalSqs;
 beforeAll(async () => {
-  [db, sqs] = await Promise.all([startDynalite(), startLocalSqs(0)]);
+  sqs = await startLocalSqs(0);
 });
 afterAll(async () => {
-  await Promise.all([db?.stop(), sqs?.stop()]);
+  await sqs?.stop();
 });
 
 describe('visibility per failure', () => {

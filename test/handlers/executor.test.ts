@@ -6,17 +6,17 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import type { AnyTool } from '../../functions/domain/tool';
-import { createExecutorHandler } from '../../functions/handlers/executor';
-import { operationKey } from '../../functions/ledger/keys';
 import { type BatchReport, ExecutorLoop } from '../../functions/local/executor-loop';
 import { invocationContext, invoke } from '../../functions/local/lambda-context';
 import { createWorkQueues, type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
 import { MAX_RECEIVE_COUNT } from '../../functions/local/stack';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
 import type { TransitionLogLine } from '../../functions/observability/transition-log';
+import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { buildRuntime, type Runtime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -27,16 +27,16 @@ import { ScriptedTool } from '../support/harness';
 
 const EXECUTOR = { name: 'test-executor', timeoutMs: 120_000 };
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let sqs: LocalSqs;
 let queueCounter = 0;
 
 beforeAll(async () => {
-  [db, sqs] = await Promise.all([startDynalite(), startLocalSqs(0)]);
+  sqs = await startLocalSqs(0);
 });
 
 afterAll(async () => {
-  await Promise.all([db?.stop(), sqs?.stop()]);
+  await sqs?.stop();
 });
 
 interface Setup {

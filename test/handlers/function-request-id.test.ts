@@ -1,10 +1,10 @@
 import type { SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createExecutorHandler } from '../../functions/handlers/executor';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { invocationContext } from '../../functions/local/lambda-context';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { buildRuntime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /**
@@ -13,13 +13,7 @@ import { ScriptedTool } from '../support/harness';
  * REPORT line, duration and memory in CloudWatch.
  */
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db?.stop();
-});
+const db = useDynalite();
 afterEach(() => {
   vi.restoreAllMocks();
 });

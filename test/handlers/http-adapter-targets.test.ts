@@ -5,7 +5,7 @@ import { createApiHandler } from '../../functions/http/api-handler';
 import { BearerTokenAuthenticator } from '../../functions/http/auth-tokens';
 import { HttpAdapter, parseTarget } from '../../functions/local/http-adapter';
 import { TOKENS } from '../http/support';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 
 /**
@@ -15,13 +15,12 @@ import { ScriptedTool, testLedger } from '../support/harness';
  * and `http://[/v1/tools` were each a 500 from the adapter's URL parsing.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let adapter: HttpAdapter;
 let port: number;
 let handled = 0;
 
 beforeAll(async () => {
-  db = await startDynalite();
   const tool = new ScriptedTool('test.effect');
   const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);
   const handler = createApiHandler({ deps: ledger.deps }, new BearerTokenAuthenticator(TOKENS));
@@ -36,7 +35,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await adapter.close(1_000);
-  await db.stop();
 });
 
 interface RawResponse {

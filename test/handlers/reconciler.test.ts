@@ -1,14 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import type { AnyTool } from '../../functions/domain/tool';
 import { newRequest } from '../../functions/engine/ledger-deps';
 import { submitOperation } from '../../functions/engine/submit-operation';
-import { createReconcilerHandler } from '../../functions/handlers/reconciler';
-import { operationKey } from '../../functions/ledger/keys';
 import { invocationContext } from '../../functions/local/lambda-context';
 import { logger } from '../../functions/observability/logger';
 import { MemoryLedgerMetrics } from '../../functions/observability/metrics';
+import { createReconcilerHandler } from '../../functions/reconciler/reconciler-handler';
 import { buildRuntime, type Runtime } from '../../functions/wiring';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 
 /** The reconciler handler (SPEC §7) over real dynalite: one pass per invocation, counts logged. */
@@ -16,15 +16,7 @@ import { ScriptedTool } from '../support/harness';
 const RECONCILER = { name: 'test-reconciler', timeoutMs: 60_000 };
 const EVENT = {};
 
-let db: DynaliteHandle;
-
-beforeAll(async () => {
-  db = await startDynalite();
-});
-
-afterAll(async () => {
-  await db?.stop();
-});
+const db = useDynalite();
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { toView } from '../../functions/domain/operation';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { testApi } from './support';
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 describe('an operation that waits for a person says so', () => {
   it('awaiting_approval carries action_required "approval"; a succeeded one carries nothing', async () => {
     const approved = new ScriptedTool('test.approved', { requiresApproval: true });

@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type TestApi, testApi } from './support';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let approvalTool: ScriptedTool;
 let api: TestApi;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   approvalTool = new ScriptedTool('test.approved', { requiresApproval: true });

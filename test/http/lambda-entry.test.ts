@@ -3,15 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/handlers/api';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { parse, testContext, toEvent } from './support';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let workspace: string;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  db = await startDynalite();
   workspace = await mkdtemp(join(tmpdir(), 'ledger-api-'));
   Object.assign(process.env, {
     TOOL_LEDGER_LOCAL: 'true',
@@ -23,7 +22,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   process.env = saved;
-  await db.stop();
   await rm(workspace, { recursive: true, force: true });
 });
 

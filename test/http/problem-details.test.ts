@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { bearerToken, ToolLedgerClient, ToolLedgerRequestError } from '../../client/index';
 import { webhookPost } from '../../functions/tools/webhook-post';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type TestApi, testApi, testContext, toEvent } from './support';
 
@@ -11,16 +11,10 @@ import { type TestApi, testApi, testContext, toEvent } from './support';
  * the client's error message. And still nothing is recorded.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let api: TestApi;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   api = await testApi(db.client, [tool.tool]);

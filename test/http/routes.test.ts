@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { captureOutput, type TestApi, type TestRequest, testApi } from './support';
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let api: TestApi;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   api = await testApi(db.client, [tool.tool]);

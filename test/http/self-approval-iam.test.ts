@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { samePrincipalForApproval } from '../../functions/domain/principal';
 import { createApiHandler } from '../../functions/http/api-handler';
 import { IamAuthenticator } from '../../functions/http/auth-iam';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 import { parse, type TestResponse, testContext, toEvent } from './support';
 
@@ -27,17 +27,11 @@ const IAM_TENANTS = JSON.stringify({
   },
 });
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let tool: ScriptedTool;
 let ledger: TestLedger;
 let call: (userArn: string, path: string, body?: unknown, key?: string) => Promise<TestResponse>;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.guarded', { requiresApproval: true });
   ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);

@@ -1,11 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  type CursorShape,
-  decodeCursor,
-  encodeCursor,
-  InvalidCursorError,
-} from '../../functions/ledger/cursor';
+import { InvalidCursorError } from '../../functions/engine/operation-store';
+import { type CursorShape, decodeCursor, encodeCursor } from '../../functions/ledger/cursor';
 
 /**
  * The paging cursor codec on its own: a cursor is caller input, so the decoder accepts exactly the keys

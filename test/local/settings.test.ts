@@ -44,6 +44,21 @@ describe('local settings', () => {
     expect(refusal({ TOOL_LEDGER_RECONCILE_EVERY_MS: '5' })).toContain('must be at least 10');
   });
 
+  it('names a malformed webhook origin and its entry, for the allow list and the idempotent origins', () => {
+    expect(refusal({ TOOL_LEDGER_WEBHOOK_ALLOW: 'http://127.0.0.1,ftp://files.example' })).toBe(
+      'TOOL_LEDGER_WEBHOOK_ALLOW entry 2 (ftp://files.example): an allowed origin must use http or https',
+    );
+    expect(refusal({ TOOL_LEDGER_WEBHOOK_ALLOW: 'not an origin' })).toBe(
+      'TOOL_LEDGER_WEBHOOK_ALLOW entry 1 (not an origin): an allowed origin must be [scheme://]host[:port]',
+    );
+    expect(refusal({ TOOL_LEDGER_WEBHOOK_ALLOW: 'http://127.0.0.1:99999' })).toContain('invalid port');
+    expect(refusal({ TOOL_LEDGER_WEBHOOK_IDEMPOTENT: 'https://user@hooks.example' })).toContain(
+      'TOOL_LEDGER_WEBHOOK_IDEMPOTENT entry 1 (https://user@hooks.example)',
+    );
+    const list = 'https://hooks.example, http://127.0.0.1:8080,';
+    expect(loadLocalSettings({ TOOL_LEDGER_WEBHOOK_ALLOW: list }, false).webhookAllow).toBe(list);
+  });
+
   it('reads the log format, pretty on a terminal and json otherwise by default', () => {
     expect(loadLocalSettings({}, true).logFormat).toBe('pretty');
     expect(loadLocalSettings({}, false).logFormat).toBe('json');

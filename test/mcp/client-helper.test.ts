@@ -1,6 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   MCP_META_AGENT_RUN_ID,
   MCP_META_OPERATION_ID,
@@ -10,7 +10,7 @@ import {
 import { operationIdFor } from '../../client/operation-id';
 import { META_AGENT_RUN_ID, META_OPERATION_ID, META_REPLAYED } from '../../functions/mcp/protocol';
 import { type TestApi, testApi } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { body, handlerFetch, mcpClient } from './support';
 
@@ -18,16 +18,10 @@ import { body, handlerFetch, mcpClient } from './support';
 
 const noWait = { now: () => Date.now(), sleep: async () => undefined };
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let api: TestApi;
 let tool: ScriptedTool;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   api = await testApi(db.client, [tool.tool]);

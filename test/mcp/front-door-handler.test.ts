@@ -1,8 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { META_REPLAYED } from '../../functions/mcp/protocol';
 import { type TestApi, testApi } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { body, callWithId, handlerFetch, mcpClient } from './support';
 
@@ -12,18 +12,12 @@ import { body, callWithId, handlerFetch, mcpClient } from './support';
  * transport are exercised exactly as deployed, on a dynalite ledger.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let api: TestApi;
 let tool: ScriptedTool;
 let approval: ScriptedTool;
 let client: Client;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
 beforeEach(async () => {
   tool = new ScriptedTool('test.effect');
   approval = new ScriptedTool('test.approved', { requiresApproval: true });
@@ -64,6 +58,21 @@ describe('POST /mcp through the API handler', () => {
     expect(body(result)).toMatchObject({ code: 'idempotency_key_missing' });
     expect(tool.starts).toHaveLength(0);
     expect(await api.recordCount()).toBe(0);
+  });
+
+  it('tells the orchestrator what to set over MCP (_meta), not the HTTP header, and keeps the code', async () => {
+    const result = await callWithId(client, 'test.effect', { target: 'a' });
+    const [said] = result.content as { type: string; text: string }[];
+    expect(said?.text).toMatch(
+      /^The operation ID \(_meta\["io\.tool-ledger\/operation-id"\]\) is missing \(idempotency_key_missing\)\./,
+    );
+    expect(said?.text).toContain('Set _meta["io.tool-ledger/operation-id"] to a stable operation ID');
+    expect(JSON.stringify(result.content)).not.toContain('Idempotency-Key');
+    expect(body(result)).toMatchObject({
+      code: 'idempotency_key_missing',
+      title: 'The operation ID (_meta["io.tool-ledger/operation-id"]) is missing',
+      status: 400,
+    });
   });
 
   it('refuses tools/call to a caller without the agent role, but lets it list tools', async () => {

@@ -210,4 +210,58 @@ describe('the MCP front door of local mode', () => {
     expect(JSON.stringify(later.content)).toContain('an operator must decide');
     expect(target.count('/status/503/unsure')).toBe(1);
   });
+
+  it('terminal failures are errors for the model: a refused effect and a rejected approval', async () => {
+    const refused = id('refused');
+    const failed = await callWithId(client, 'webhook.post', hook('/status/404/gone'), refused);
+    expect(failed.isError).toBe(true);
+    expect(body(failed)).toMatchObject({ state: 'failed_terminal', error: { code: 'http_404' } });
+    expect(JSON.stringify(failed.content)).toContain('Retrying will not change it');
+    const replayed = await callWithId(client, 'webhook.post', hook('/status/404/gone'), refused);
+    expect(replayed.isError).toBe(true);
+    expect(replayed._meta?.[META_REPLAYED]).toBe(true);
+    expect(target.count('/status/404/gone')).toBe(1);
+
+    const op = id('rejected');
+    const waiting = await callWithId(client, 'workspace.delete_file', { path: `${op}.txt` }, op);
+    expect(waiting.isError).toBe(false);
+    const rejected = await send(stack.api, `/v1/operations/${encodeURIComponent(op)}/approval`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer dev-approver', 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'reject', arguments_digest: body(waiting).arguments_digest }),
+    });
+    expect(rejected.status).toBe(200);
+    const after = await callWithId(client, 'workspace.delete_file', { path: `${op}.txt` }, op);
+    expect(after.isError).toBe(true);
+    expect(body(after)).toMatchObject({ state: 'rejected', replayed: true });
+  });
+
+  it('answers each POST with one JSON body, never an event stream, and opens no session', async () => {
+    const response = await send(stack.api, '/mcp', {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer dev-token',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('mcp-session-id')).toBeNull();
+    expect(response.json).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { serverInfo: { name: 'tool-ledger' } },
+    });
+  });
 });

@@ -6,8 +6,9 @@ import { main } from '../../cli/main';
 import { HttpAdapter } from '../../functions/local/http-adapter';
 import { META_REPLAYED } from '../../functions/mcp/protocol';
 import { type TestApi, testApi } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
+import { type SigV4Gateway, startSigV4Gateway } from './sigv4-gateway';
 import { body, callWithId } from './support';
 
 /**
@@ -18,28 +19,51 @@ import { body, callWithId } from './support';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let api: TestApi;
 let http: HttpAdapter;
 let endpoint: string;
 let tool: ScriptedTool;
 
 async function bridge(...extra: string[]): Promise<Client> {
+  return launch(['--endpoint', endpoint, '--token', 'agent-a', ...extra]);
+}
+
+/** Launches `tool-ledger mcp` with these arguments and environment, as a desktop MCP client does. */
+async function launch(args: string[], env: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'desktop-client', version: '1.0.0' });
   await client.connect(
     new StdioClientTransport({
       command: process.execPath,
-      args: ['bin/tool-ledger.mjs', 'mcp', '--endpoint', endpoint, '--token', 'agent-a', ...extra],
+      args: ['bin/tool-ledger.mjs', 'mcp', ...args],
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      env: { PATH: process.env.PATH ?? '', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
       stderr: 'pipe',
     }),
   );
   return client;
 }
 
+/** Dummy AWS credentials, handed to the bridge the way a desktop client passes its environment. */
+const CREDENTIALS = {
+  accessKeyId: 'AKIDBRIDGETEST000001',
+  secretAccessKey: 'bridge-test-secret-not-a-real-key',
+  sessionToken: 'bridge-test-session-token',
+};
+
+function awsEnvironment(secretAccessKey = CREDENTIALS.secretAccessKey): Record<string, string> {
+  return {
+    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    AWS_SESSION_TOKEN: CREDENTIALS.sessionToken,
+    // No shared config or instance metadata: the environment is the only source of credentials.
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_CONFIG_FILE: '/nonexistent/tool-ledger-test-config',
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/tool-ledger-test-credentials',
+  };
+}
+
 beforeAll(async () => {
-  db = await startDynalite();
   tool = new ScriptedTool('test.effect');
   api = await testApi(db.client, [tool.tool]);
   http = new HttpAdapter(api.handler, { name: 'api', timeoutMs: 29_000 });
@@ -47,7 +71,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await http?.close(0);
-  await db?.stop();
 });
 
 describe('the stdio bridge', () => {
@@ -90,5 +113,66 @@ describe('the stdio bridge', () => {
     });
     expect(code).toBe(2);
     expect(err.join('')).toContain('--operation-ids');
+  });
+});
+
+describe('the stdio bridge on AWS (--sigv4): every request signed for execute-api in the region', () => {
+  let gateway: SigV4Gateway;
+  beforeAll(async () => {
+    gateway = await startSigV4Gateway(
+      { ...CREDENTIALS, region: 'eu-west-1', service: 'execute-api' },
+      endpoint,
+      'agent-a',
+    );
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it("signs with the environment's credentials; @smithy/signature-v4 verifies each request, body included", async () => {
+    const before = gateway.seen.length;
+    const client = await launch(
+      ['--endpoint', gateway.endpoint, '--sigv4', '--region', 'eu-west-1'],
+      awsEnvironment(),
+    );
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['test.effect']);
+      const first = await callWithId(client, 'test.effect', { target: 'signed' }, 'stdio-sigv4-1');
+      expect(body(first)).toMatchObject({
+        operation_id: 'stdio-sigv4-1',
+        state: 'succeeded',
+        replayed: false,
+      });
+      const again = await callWithId(client, 'test.effect', { target: 'signed' }, 'stdio-sigv4-1');
+      expect(again._meta?.[META_REPLAYED]).toBe(true);
+      expect(tool.effects.filter((e) => e.operationId === 'stdio-sigv4-1')).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+    const posts = gateway.seen.slice(before).filter((r) => r.method === 'POST');
+    // initialize, initialized, tools/list, two tools/call at least
+    expect(posts.length).toBeGreaterThanOrEqual(5);
+    for (const request of posts) {
+      expect(request.path).toBe('/prod/mcp');
+      expect(request.refused).toBeUndefined();
+      expect(request.authorization).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIDBRIDGETEST000001\/\d{8}\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$/,
+      );
+      expect(request.authorization).toContain('x-amz-date');
+      expect(request.securityToken).toBe(CREDENTIALS.sessionToken);
+    }
+  });
+
+  it('a signature made with another secret is refused by the verifier, and the bridge does not start', async () => {
+    const before = gateway.seen.length;
+    await expect(
+      launch(
+        ['--endpoint', gateway.endpoint, '--sigv4', '--region', 'eu-west-1'],
+        awsEnvironment('some-other-secret'),
+      ),
+    ).rejects.toThrow();
+    const seen = gateway.seen.slice(before);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((r) => r.refused === 'the signature does not verify')).toBe(true);
   });
 });

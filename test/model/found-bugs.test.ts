@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handleWorkMessage } from '../../functions/engine/handle-work-message';
+import { describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { reconcilePass } from '../../functions/engine/reconcile';
-import { operationKey } from '../../functions/ledger/keys';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { handleWorkMessage } from '../../functions/queue/handle-work-message';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, testLedger } from '../support/harness';
 
 /**
@@ -10,14 +10,7 @@ import { ScriptedTool, testLedger } from '../support/harness';
  * reduced to its smallest schedule and kept here once fixed.
  */
 
-let db: DynaliteHandle;
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db.stop();
-});
-
+const db = useDynalite();
 describe('found by the model', () => {
   /**
    * Schedule (as fast-check shrank it; with the generators of this commit, replay it with

@@ -3,19 +3,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fc, it } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { downstreamKey } from '../../functions/domain/downstream-key';
 import type { OperationRecord } from '../../functions/domain/operation';
 import { isTerminal } from '../../functions/domain/states';
 import { type AnyTool, NotAppliedError, UncertainOutcomeError } from '../../functions/domain/tool';
-import { operationKey } from '../../functions/ledger/keys';
 import { logger } from '../../functions/observability/logger';
 import { builtinTools } from '../../functions/tools/builtin';
 import type { ToolFactory } from '../../functions/tools/registry';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
 import { captureOutput } from '../http/support';
 import { startWorld, type World } from '../security/world';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { modelParams, modelTimeout } from './support/params';
+import { replaySchedule, traceLine } from './support/trace-replay';
 
 /**
  * The model-based test of key expiry and reuse. Each run generates a few operation IDs, each used for
@@ -31,6 +32,9 @@ import { modelParams, modelTimeout } from './support/params';
  * - a reservation ends `succeeded` only if its own effect happened (never satisfied by an earlier
  *   reservation's effect, marker or downstream deduplication);
  * - every life of a key has a downstream key of its own, the same for all of its attempts.
+ *
+ * And per run: every transition line is allowed by the SPIN model's transition relation
+ * (`support/trace-replay.ts`).
  */
 
 type Fault = 'none' | 'crash_before' | 'crash_after' | 'not_applied';
@@ -67,7 +71,7 @@ const scheduleArb = fc.array(fc.array(lifeArb, { minLength: 2, maxLength: 3 }), 
 const RUNS = 40;
 const RETENTION_PLUS_A_DAY_MS = (2_592_000 + 86_400) * 1000;
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let world: World;
 let ws: string;
 let target: WebhookTarget;
@@ -103,7 +107,6 @@ const faultyTools: ToolFactory = (env) =>
   });
 
 beforeAll(async () => {
-  db = await startDynalite();
   ws = await mkdtemp(path.join(tmpdir(), 'tool-ledger-model-reuse-'));
   target = await startWebhookTarget({ dedupeByKey: true });
   world = await startWorld(db, faultyTools, {
@@ -116,8 +119,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  console.log(traceLine());
   await target?.close();
-  await db?.stop();
   if (ws) await rm(ws, { recursive: true, force: true });
 });
 
@@ -185,6 +188,7 @@ describe('model-based: keys reused after their records expired', () => {
       runCounter += 1;
       const problems: string[] = [];
       let appendEffects = 0;
+      const firstLine = world.transitions.length;
       await captureOutput(async () => {
         for (const [keyIndex, lives] of schedule.entries()) {
           const id = `reuse-${process.pid}-${runCounter}-${keyIndex}`;
@@ -215,6 +219,9 @@ describe('model-based: keys reused after their records expired', () => {
           }
         }
       });
+      // Its transition lines, against the model: the faults here are the tools' own (a worker dies as
+      // far as the tool is concerned), every ledger write answers, so no move may be missing.
+      problems.push(...replaySchedule(world.transitions.slice(firstLine), (line) => line.operation_id));
       // The journal holds exactly the appends the reservations made, no more.
       const journal = await readFile(path.join(ws, 'acme', 'journal.txt'), 'utf8').catch(() => '');
       const lines = journal

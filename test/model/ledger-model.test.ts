@@ -6,6 +6,7 @@ import { modelParams, modelTimeout, stallBeforeExecute } from './support/params'
 import { runSchedule } from './support/run-schedule';
 import { REAL_KINDS, SCRIPTED_KINDS, type Schedule, scheduleArb } from './support/schedule';
 import { startSharedEnv } from './support/shared-env';
+import { traceLine } from './support/trace-replay';
 import type { SharedEnv } from './support/world';
 
 /**
@@ -17,7 +18,8 @@ import type { SharedEnv } from './support/world';
  * once), approvals and truthful operator resolutions. The schedule runs against dynalite with tools
  * whose effects are counted (scripted tools, the shipped workspace tools on a temp folder, and
  * `webhook.post` against counting servers), then the world is driven to quiescence and every
- * invariant of `support/invariants.ts` is checked. A failure prints the shrunk schedule with a seed
+ * invariant of `support/invariants.ts` is checked, and the schedule's transition lines are replayed
+ * against the SPIN model's transition relation (`support/trace-replay.ts`). A failure prints the shrunk schedule with a seed
  * and a path; see `support/params.ts` for how to replay it.
  */
 
@@ -31,6 +33,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   console.log(coverageLine());
+  console.log(traceLine());
   await shared?.stop();
 });
 

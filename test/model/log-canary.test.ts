@@ -8,6 +8,7 @@ import { modelParams } from './support/params';
 import { runSchedule } from './support/run-schedule';
 import { REAL_KINDS, SCRIPTED_KINDS, type Schedule, type Step, scheduleArb } from './support/schedule';
 import { startSharedEnv } from './support/shared-env';
+import { traceLine } from './support/trace-replay';
 
 /**
  * SPEC §9: no log line carries argument values, results, headers or tool error messages. Every
@@ -35,6 +36,7 @@ beforeAll(async () => {
   logger.setLogLevel('INFO');
 });
 afterAll(async () => {
+  console.log(traceLine());
   await shared?.stop();
 });
 beforeEach(() => {

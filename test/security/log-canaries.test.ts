@@ -14,7 +14,7 @@ import {
 import { logger } from '../../functions/observability/logger';
 import { builtinTools } from '../../functions/tools/builtin';
 import { captureOutput, type TestRequest } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { startServer, type TestServer } from '../tools/tool-context';
 import { startWorld, type World } from './world';
 
@@ -113,13 +113,12 @@ const canaryTool = defineTool({
   },
 });
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let workspace: string;
 let hooks: TestServer;
 let world: World;
 
 beforeAll(async () => {
-  db = await startDynalite();
   workspace = await mkdtemp(path.join(tmpdir(), 'tool-ledger-canary-'));
   hooks = await startServer((req, res, body) => {
     const marker = canary('webhook-response');
@@ -151,7 +150,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await hooks?.close();
-  await db?.stop();
   await rm(workspace, { recursive: true, force: true });
 });
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
 import { createApiHandler } from '../../functions/http/api-handler';
-import type { Authenticator } from '../../functions/http/auth';
 import { IamAuthenticator } from '../../functions/http/auth-iam';
 import { BearerTokenAuthenticator } from '../../functions/http/auth-tokens';
-import { operationKey } from '../../functions/ledger/keys';
+import type { Authenticator } from '../../functions/http/identity';
 import { parse, type TestRequest, type TestResponse, TOKENS, testContext, toEvent } from '../http/support';
-import { type DynaliteHandle, freshTable, startDynalite } from '../support/dynalite';
+import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
 
 /**
@@ -49,16 +49,10 @@ const IAM_TENANTS = JSON.stringify({
   other: { agents: [role('agent-b')], approvers: [role('approver-b')], operators: [role('operator-b')] },
 });
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let effect: ScriptedTool;
 let ledger: TestLedger;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db?.stop();
-});
 beforeEach(async () => {
   effect = new ScriptedTool('test.effect');
   const approval = new ScriptedTool('test.approve', { requiresApproval: true });

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { operationKey, TENANT_PATTERN } from '../../functions/ledger/keys';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { operationKey } from '../../functions/contract/keys';
+import { TENANT_PATTERN } from '../../functions/contract/table';
 import { captureOutput, type TestApi, type TestResponse, testApi } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { Gate, ScriptedTool } from '../support/harness';
 
 /**
@@ -13,17 +14,11 @@ import { Gate, ScriptedTool } from '../support/harness';
  * cases of this; here every route is crossed with records in every state, with IDs chosen to collide.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let effect: ScriptedTool;
 let approval: ScriptedTool;
 let api: TestApi;
 
-beforeAll(async () => {
-  db = await startDynalite();
-});
-afterAll(async () => {
-  await db?.stop();
-});
 beforeEach(async () => {
   effect = new ScriptedTool('test.effect');
   approval = new ScriptedTool('test.approve', { requiresApproval: true });

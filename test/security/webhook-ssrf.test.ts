@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { operationKey } from '../../functions/ledger/keys';
+import { operationKey } from '../../functions/contract/keys';
 import { builtinTools } from '../../functions/tools/builtin';
 import { captureOutput } from '../http/support';
-import { type DynaliteHandle, startDynalite } from '../support/dynalite';
+import { useDynalite } from '../support/dynalite';
 import { startServer, type TestServer } from '../tools/tool-context';
 import { startWorld, type World } from './world';
 
@@ -16,7 +16,7 @@ import { startWorld, type World } from './world';
  * (bypassing the API's validation) cannot reach a disallowed origin either.
  */
 
-let db: DynaliteHandle;
+const db = useDynalite();
 let allowed: TestServer;
 /** Same host, other port: not on the allow list. */
 let otherPort: TestServer;
@@ -27,7 +27,6 @@ let redirectTo = '';
 let redirectStatus = 302;
 
 beforeAll(async () => {
-  db = await startDynalite();
   otherPort = await startServer((_req, res) => res.end('internal secret'));
   otherHost = await startServer((_req, res) => res.end('internal secret'), '127.0.0.2');
   allowed = await startServer((_req, res) => {
@@ -38,7 +37,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([allowed?.close(), otherPort?.close(), otherHost?.close()]);
-  await db?.stop();
 });
 
 beforeEach(async () => {

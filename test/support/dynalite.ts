@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
+import { afterAll, beforeAll } from 'vitest';
 import { ensureLedgerTable } from '../../functions/ledger/table';
 
 /** A dynalite server started in-process by a test, with a client pointed at it. */
@@ -49,4 +50,40 @@ export async function freshTable(client: DynamoDBClient): Promise<string> {
   const name = `ledger-${process.pid}-${tableCounter}`;
   await ensureLedgerTable(client, name);
   return name;
+}
+
+/**
+ * One in-memory dynalite for the test file that calls it: started before its first test, stopped after
+ * its last. The handle is usable from inside the tests (and `beforeAll`/`beforeEach` hooks registered
+ * after this call), where its fields are those of the running server.
+ *
+ * @example
+ * ```ts
+ * const db = useDynalite();
+ * beforeEach(async () => { table = await freshTable(db.client); });
+ * ```
+ */
+export function useDynalite(): DynaliteHandle {
+  let running: DynaliteHandle | undefined;
+  const current = (): DynaliteHandle => {
+    if (!running) throw new Error('useDynalite: the server is used before its beforeAll has run');
+    return running;
+  };
+  beforeAll(async () => {
+    running = await startDynalite();
+  });
+  afterAll(async () => {
+    await running?.stop();
+    running = undefined;
+  });
+  return {
+    get endpoint() {
+      return current().endpoint;
+    },
+    get client() {
+      return current().client;
+    },
+    newClient: (options) => current().newClient(options),
+    stop: () => current().stop(),
+  };
 }

@@ -253,7 +253,7 @@ export async function drive(
   options: { rounds?: number; stepMs?: number } = {},
 ): Promise<number> {
   const { reconcilePass } = await import('../../functions/engine/reconcile');
-  const { handleWorkMessage } = await import('../../functions/engine/handle-work-message');
+  const { handleWorkMessage } = await import('../../functions/queue/handle-work-message');
   const rounds = options.rounds ?? 12;
   for (let round = 1; round <= rounds; round++) {
     ledger.advance(options.stepMs ?? 120_000);
@@ -270,7 +270,7 @@ export async function drive(
 
 /** True while any record is in the attention index, due or not. */
 async function anyAttention(ledger: TestLedger): Promise<boolean> {
-  const { allShards } = await import('../../functions/ledger/keys');
+  const { allShards } = await import('../../functions/contract/keys');
   for (const shard of allShards(ledger.deps.config.attentionShards)) {
     const page = await ledger.store.queryAttention(shard, Number.MAX_SAFE_INTEGER, 1);
     if (page.items.length > 0) return true;

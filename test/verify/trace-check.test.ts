@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkTrace, type TraceLine } from '../../scripts/verify/trace-check';
+import { TRANSITIONS } from '../../functions/domain/states';
+import { checkTrace, movesOf, type TraceLine, writersOf } from '../../scripts/verify/trace-check';
 
 function line(
   before: string | null,
@@ -72,6 +73,22 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(verdict.rejected[0]?.reason).toMatch(/no transition of reconciler/);
   });
 
+  it('rejects a retry of a tool that can neither reconcile nor dedupe: its decision goes to an operator', () => {
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'no_reconcile'),
+    ]);
+    expect(verdict.rejected).toHaveLength(1);
+    expect(verdict.rejected[0]?.reason).toMatch(/no_reconcile never ends in failed_retryable/);
+    const legal = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'needs_reconciliation', 1, 'no_reconcile'),
+    ]);
+    expect(legal.rejected).toEqual([]);
+  });
+
   it('rejects a second effect-bearing claim of the same attempt', () => {
     const verdict = checkTrace([
       line(null, 'queued', 0),
@@ -81,10 +98,109 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(verdict.rejected).toHaveLength(1);
   });
 
+  it('accepts an attempts_exhausted line from the reconciler or a worker, as the table says both close a used-up record', () => {
+    expect(writersOf('attempts_exhausted')).toEqual(TRANSITIONS.exhaust_attempts.actors);
+    expect(TRANSITIONS.exhaust_attempts.actors).toEqual(['worker', 'reconciler']);
+    expect(movesOf('attempts_exhausted')).toEqual(['exhaust_attempts']);
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'reconciled_not_applied'),
+      line('failed_retryable', 'failed_terminal', 1, 'attempts_exhausted'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+  });
+
+  it('rejects an exhaustion whose line names no outcome code (the old rule took it for a worker’s)', () => {
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'failed_retryable', 1, 'connect_failed'),
+      line('failed_retryable', 'failed_terminal', 1),
+    ]);
+    expect(verdict.rejected).toHaveLength(1);
+    expect(verdict.rejected[0]?.reason).toMatch(
+      /with no outcome code moves failed_retryable -> failed_terminal/,
+    );
+  });
+
   it('keeps operations apart by trace key', () => {
     const a = { ...line(null, 'pending', 1), trace_key: 't#a#op-1' };
     const b = { ...line(null, 'pending', 1), trace_key: 't#b#op-1' };
     expect(checkTrace([a, b]).rejected).toEqual([]);
     expect(checkTrace([line(null, 'pending', 1), line(null, 'pending', 1)]).rejected).toHaveLength(1);
+  });
+});
+
+describe('moves missing from the log are bounded by the writes the run lost', () => {
+  // The old rule bridged up to 4 unlogged moves of any operation, whatever the run had done.
+  const secondAttemptWithoutFirstEnd = [
+    line(null, 'pending', 1),
+    // nothing says how attempt 1 ended
+    line('failed_retryable', 'pending', 2),
+    line('pending', 'succeeded', 2, 'succeeded'),
+  ];
+
+  it('rejects a second attempt with no line saying why the first ended, when no write of the run went unseen', () => {
+    const verdict = checkTrace(secondAttemptWithoutFirstEnd);
+    expect(verdict.rejected).toHaveLength(2);
+    expect(verdict.rejected[0]?.line.state_before).toBe('failed_retryable');
+    expect(verdict.rejected[0]?.reason).toMatch(
+      /1 move\(s\) missing from the log would bridge it, but the run allows 0/,
+    );
+    expect(verdict.unlogged).toBe(0);
+  });
+
+  it('accepts the same history when the run says one write of that operation landed unseen by its writer', () => {
+    const verdict = checkTrace(secondAttemptWithoutFirstEnd, { unlogged: (key) => (key === 'op-1' ? 1 : 0) });
+    expect(verdict.rejected).toEqual([]);
+    expect(verdict.unlogged).toBe(1);
+    expect(verdict.allowed).toBe(1);
+  });
+
+  it('rejects a gap longer than the writes lost: three missing moves where one crash was injected', () => {
+    const verdict = checkTrace(
+      [
+        line(null, 'pending', 1),
+        // missing: pending -> failed_retryable @1, claim @2, pending -> failed_retryable @2
+        line('failed_retryable', 'pending', 3),
+      ],
+      { unlogged: () => 1 },
+    );
+    expect(verdict.rejected).toHaveLength(1);
+    expect(verdict.rejected[0]?.reason).toMatch(/3 move\(s\) missing/);
+  });
+
+  it('spends the allowance once: two gaps of one move each need two lost writes', () => {
+    const history = [
+      line(null, 'pending', 1),
+      line('failed_retryable', 'pending', 2),
+      line('failed_retryable', 'pending', 3),
+    ];
+    expect(checkTrace(history, { unlogged: () => 1 }).rejected).toHaveLength(1);
+    expect(checkTrace(history, { unlogged: () => 2 }).rejected).toEqual([]);
+  });
+
+  it('does not lend one operation’s lost writes to another', () => {
+    const a = (l: TraceLine) => ({ ...l, trace_key: 'a' });
+    const b = (l: TraceLine) => ({ ...l, trace_key: 'b', operation_id: 'op-2' });
+    const verdict = checkTrace(
+      [...secondAttemptWithoutFirstEnd.map(a), ...secondAttemptWithoutFirstEnd.map(b)],
+      {
+        unlogged: (key) => (key === 'a' ? 1 : 0),
+      },
+    );
+    expect(verdict.rejected.map((r) => r.key)).toEqual(['b', 'b']);
+  });
+
+  it('never bridges out of a terminal state, whatever the allowance', () => {
+    const verdict = checkTrace(
+      [
+        line(null, 'pending', 1),
+        line('pending', 'succeeded', 1, 'succeeded'),
+        line('failed_retryable', 'pending', 2),
+      ],
+      { unlogged: () => 4 },
+    );
+    expect(verdict.rejected).toHaveLength(1);
   });
 });

@@ -3,7 +3,8 @@
 
 import { adoptSecret } from './api.js';
 import { h, replace } from './dom.js';
-import { countsView, operationView, queueView, toolsView } from './views.js';
+import { queueView } from './queue.js';
+import { countsView, operationView, rememberQueue, toolsView } from './views.js';
 
 const view = document.getElementById('view');
 
@@ -27,7 +28,10 @@ function route() {
     if (id !== undefined) return operationView(view, id);
     section = 'missing';
   }
-  if (section === 'queue') return queueView(view, params);
+  if (section === 'queue') {
+    rememberQueue(hash);
+    return queueView(view, params);
+  }
   if (section === 'tools') return toolsView(view);
   if (section === 'counts') return countsView(view);
   replace(

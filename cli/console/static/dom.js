@@ -52,6 +52,25 @@ export function pretty(value) {
   return JSON.stringify(value, null, 2) ?? 'null';
 }
 
+/** Hex digits between two of a digest's break opportunities. */
+const DIGEST_GROUP = 16;
+
+/**
+ * An arguments digest in full (`v1:` and 64 hex digits), in monospace with a break opportunity
+ * (`<wbr>`, which adds no character to what is copied) after the prefix and every
+ * {@link DIGEST_GROUP} digits. Where it does not fit on one line it wraps between groups, into
+ * balanced lines (see `.digest-full`), never a lone last digit.
+ */
+export function digestCode(digest, attrs = {}) {
+  const colon = digest.indexOf(':') + 1;
+  const parts = [digest.slice(0, colon)];
+  for (let i = colon; i < digest.length; i += DIGEST_GROUP) parts.push(digest.slice(i, i + DIGEST_GROUP));
+  const pieces = parts
+    .filter((part) => part !== '')
+    .flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part]));
+  return h('code', { class: 'digest-full', ...attrs }, pieces);
+}
+
 /** A state as a badge: the name in text (colour only repeats it). */
 export function stateBadge(state) {
   return h('span', { class: `state state-${state}` }, state);

@@ -1,8 +1,9 @@
-// The console's pages. Each view renders into the main element from what the API returns; every
-// decision goes through `confirmDialog`, which shows the digest (and the attempt) being decided on.
+// The console's pages but the queue (queue.js): one operation, the tools, the counts, and what every
+// page shares. Each view renders into the main element from what the API returns; every decision goes
+// through `confirmDialog`, which shows the digest (and the attempt) being decided on.
 
 import * as api from './api.js';
-import { age, ageSeconds, announce, h, pretty, replace, stateBadge } from './dom.js';
+import { age, digestCode, h, pretty, replace, stateBadge } from './dom.js';
 
 /** Unresolved states, in the order an operator reads them (the listing holds only these). */
 export const UNRESOLVED_STATES = [
@@ -13,16 +14,6 @@ export const UNRESOLVED_STATES = [
   'pending',
   'queued',
 ];
-
-const AGES = [
-  ['', 'any age'],
-  ['60', 'over 1 minute'],
-  ['600', 'over 10 minutes'],
-  ['3600', 'over 1 hour'],
-  ['86400', 'over 1 day'],
-];
-
-const PAGE_SIZE = 25;
 
 /** A problem from the API (or the forwarder): its stable code and title, then its detail. */
 export function problemBox(error, extra) {
@@ -53,190 +44,16 @@ export function problemBox(error, extra) {
   );
 }
 
-function heading(view, text) {
+/** Replaces the view with its page heading (focusable, so a navigation can move focus to it). */
+export function heading(view, text) {
   const el = h('h1', { tabindex: '-1' }, text);
   replace(view, el);
   return el;
 }
 
 /** Moves focus to the page's heading after a navigation, so keyboard and screen-reader users follow. */
-function focusHeading(view) {
+export function focusHeading(view) {
   view.querySelector('h1')?.focus();
-}
-
-// ── The queue ───────────────────────────────────────────────────────────────────────────────────
-
-/**
- * The reconciliation queue: unresolved operations, newest first, one API page at a time. The state
- * filter is the API's; tool, age and attempt narrow the page shown (the API does not filter on them).
- */
-export async function queueView(view, params) {
-  const filters = {
-    state: params.get('state') ?? '',
-    tool: params.get('tool') ?? '',
-    age: params.get('age') ?? '',
-    attempt: params.get('attempt') ?? '',
-  };
-  heading(view, 'Reconciliation queue');
-  const toolList = await api.tools().catch(() => []);
-  const form = filterForm(filters, toolList);
-  const results = h('div', { id: 'queue-results' });
-  view.append(form, results);
-  focusHeading(view);
-  // Cursors of the pages before the one shown, for "Previous page".
-  const cursors = [];
-  let current;
-  const load = async (cursor) => {
-    replace(results, h('p', { class: 'muted' }, 'Loading…'));
-    let page;
-    try {
-      page = await api.listOperations({ state: filters.state, limit: PAGE_SIZE, cursor });
-    } catch (error) {
-      replace(results, problemBox(error));
-      return;
-    }
-    current = cursor;
-    const now = Date.now();
-    const shown = page.operations.filter((op) => matches(op, filters, now));
-    const table =
-      shown.length === 0
-        ? h(
-            'p',
-            { class: 'empty' },
-            page.operations.length === 0
-              ? 'No unresolved operations on this page.'
-              : `None of the ${page.operations.length} operations on this page match the filters.`,
-          )
-        : queueTable(shown, now);
-    const prev = h(
-      'button',
-      {
-        type: 'button',
-        disabled: cursors.length === 0,
-        onclick: () => void load(cursors.pop() || undefined),
-      },
-      'Previous page',
-    );
-    const next = h(
-      'button',
-      {
-        type: 'button',
-        disabled: !page.next_cursor,
-        onclick: () => {
-          cursors.push(current ?? '');
-          void load(page.next_cursor);
-        },
-      },
-      'Next page',
-    );
-    const refresh = h('button', { type: 'button', onclick: () => void load(current) }, 'Refresh');
-    replace(
-      results,
-      h(
-        'p',
-        { class: 'summary' },
-        `${shown.length} shown of ${page.operations.length} on page ${cursors.length + 1}`,
-        page.next_cursor ? ' (more pages)' : '',
-        ` · loaded ${new Date(now).toLocaleTimeString()}`,
-      ),
-      table,
-      h('p', { class: 'paging' }, prev, ' ', next, ' ', refresh),
-    );
-    announce(`${shown.length} operations shown`);
-  };
-  await load(undefined);
-}
-
-function matches(op, filters, now) {
-  if (filters.tool && op.tool !== filters.tool) return false;
-  if (filters.age && !(ageSeconds(op.created_at, now) >= Number(filters.age))) return false;
-  if (filters.attempt && !(op.attempt >= Number(filters.attempt))) return false;
-  return true;
-}
-
-function filterForm(filters, toolList) {
-  const select = (name, label, options, value) =>
-    h(
-      'label',
-      {},
-      label,
-      h(
-        'select',
-        { name },
-        options.map(([v, text]) => h('option', { value: v, selected: v === value }, text)),
-      ),
-    );
-  const form = h(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter the queue' },
-    select(
-      'state',
-      'State',
-      [['', 'all unresolved'], ...UNRESOLVED_STATES.map((s) => [s, s])],
-      filters.state,
-    ),
-    select('tool', 'Tool', [['', 'any tool'], ...toolList.map((t) => [t.name, t.name])], filters.tool),
-    select('age', 'Age', AGES, filters.age),
-    h(
-      'label',
-      {},
-      'Attempt at least',
-      h('input', {
-        name: 'attempt',
-        type: 'number',
-        min: '0',
-        step: '1',
-        value: filters.attempt,
-        inputmode: 'numeric',
-      }),
-    ),
-    h('button', { type: 'submit', class: 'primary' }, 'Apply filters'),
-  );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const query = new URLSearchParams();
-    for (const [name, value] of new FormData(form)) if (value !== '') query.set(name, String(value));
-    const text = query.toString();
-    location.hash = `#/queue${text ? `?${text}` : ''}`;
-  });
-  return form;
-}
-
-function queueTable(operations, now) {
-  return h(
-    'table',
-    { class: 'queue' },
-    h('caption', { class: 'visually-hidden' }, 'Unresolved operations, newest first'),
-    h(
-      'thead',
-      {},
-      h(
-        'tr',
-        {},
-        ['Operation', 'Tool', 'State', 'Attempt', 'Age', 'Digest'].map((c) => h('th', { scope: 'col' }, c)),
-      ),
-    ),
-    h(
-      'tbody',
-      {},
-      operations.map((op) =>
-        h(
-          'tr',
-          { 'data-operation-id': op.operation_id },
-          h('th', { scope: 'row' }, h('a', { href: operationHref(op.operation_id) }, op.operation_id)),
-          h('td', {}, op.tool),
-          h('td', {}, stateBadge(op.state)),
-          h('td', { class: 'num' }, String(op.attempt)),
-          h('td', { class: 'num', title: op.created_at }, age(op.created_at, now)),
-          h(
-            'td',
-            { class: 'digest' },
-            h('code', { title: op.arguments_digest }, `${op.arguments_digest.slice(0, 15)}…`),
-          ),
-        ),
-      ),
-    ),
-  );
 }
 
 /** The console's link to one operation. */
@@ -291,18 +108,15 @@ function renderOperation(view, op, argumentsHidden, notice) {
           recordList(op),
         ),
         panel,
-        h(
-          'section',
-          { 'aria-labelledby': 'args-h' },
-          h('h2', { id: 'args-h' }, 'Arguments'),
-          argumentsHidden
-            ? h(
-                'p',
-                { class: 'muted' },
-                'Hidden: the console’s credentials have neither the approver nor the operator role.',
-              )
-            : h('pre', { class: 'json', 'data-testid': 'arguments' }, pretty(op.arguments)),
-        ),
+        // The approval panel shows the arguments being approved itself.
+        op.state === 'awaiting_approval'
+          ? null
+          : h(
+              'section',
+              { 'aria-labelledby': 'args-h' },
+              h('h2', { id: 'args-h' }, 'Arguments'),
+              argumentsBlock(op, argumentsHidden),
+            ),
         op.result !== null && op.result !== undefined
           ? h(
               'section',
@@ -322,8 +136,26 @@ function renderOperation(view, op, argumentsHidden, notice) {
   );
 }
 
+function argumentsBlock(op, argumentsHidden) {
+  return argumentsHidden
+    ? h(
+        'p',
+        { class: 'muted' },
+        'Hidden: the console’s credentials have neither the approver nor the operator role.',
+      )
+    : h('pre', { class: 'json', 'data-testid': 'arguments' }, pretty(op.arguments));
+}
+
+const QUEUE_KEY = 'tool-ledger-console-queue';
+
+/** Remembers the queue's address with its filters, for the way back from an operation. */
+export function rememberQueue(hash) {
+  sessionStorage.setItem(QUEUE_KEY, hash);
+}
+
 function backLink() {
-  return h('p', { class: 'back' }, h('a', { href: '#/queue' }, '← Back to the queue'));
+  const href = sessionStorage.getItem(QUEUE_KEY) ?? '#/queue';
+  return h('p', { class: 'back' }, h('a', { href }, '← Back to the queue'));
 }
 
 function recordList(op) {
@@ -332,7 +164,7 @@ function recordList(op) {
     ['Tool', op.tool],
     ['State', stateBadge(op.state)],
     ['Attempt', String(op.attempt)],
-    ['Arguments digest', h('code', { class: 'digest-full', 'data-testid': 'digest' }, op.arguments_digest)],
+    ['Arguments digest', digestCode(op.arguments_digest, { 'data-testid': 'digest' })],
     ['Created', `${op.created_at} (${age(op.created_at)} ago)`],
     ['Completed', op.completed_at ?? '—'],
   ];
@@ -403,10 +235,13 @@ function approvalPanel(view, op, argumentsHidden) {
           'p',
           {},
           decision === 'approve'
-            ? 'It is queued and runs once, with exactly these arguments:'
+            ? 'It is queued and runs once, with the arguments of exactly this digest:'
             : 'It will never run.',
         ),
         digestLines(op),
+        decision === 'approve' && !argumentsHidden
+          ? h('pre', { class: 'json short' }, pretty(op.arguments))
+          : null,
       ],
       decision === 'approve' ? 'Approve' : 'Reject',
     );
@@ -425,7 +260,8 @@ function approvalPanel(view, op, argumentsHidden) {
       'The decision is bound to this digest: arguments other than those shown can never ride on it.',
     ),
     digestLines(op),
-    argumentsHidden ? h('p', { class: 'muted' }, 'The arguments are hidden from these credentials.') : null,
+    h('h3', {}, 'Arguments'),
+    argumentsBlock(op, argumentsHidden),
     h(
       'p',
       { class: 'actions' },
@@ -528,7 +364,7 @@ function digestLines(op) {
     h('dt', {}, 'Operation'),
     h('dd', {}, h('code', {}, op.operation_id)),
     h('dt', {}, 'Arguments digest'),
-    h('dd', {}, h('code', { class: 'digest-full' }, op.arguments_digest)),
+    h('dd', {}, digestCode(op.arguments_digest)),
   );
 }
 

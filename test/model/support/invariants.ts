@@ -1,6 +1,6 @@
+import { operationKey } from '../../../functions/contract/keys';
 import type { OperationRecord } from '../../../functions/domain/operation';
 import { isTerminal } from '../../../functions/domain/states';
-import { operationKey } from '../../../functions/ledger/keys';
 import { LedgerStore } from '../../../functions/ledger/ledger-store';
 import { CANARY_PREFIX, TENANTS } from './catalogue';
 import { coverage } from './coverage';

@@ -127,6 +127,31 @@ export function zeroDelayRetry(maxAttempts: number): RetryStrategyV2 {
   };
 }
 
+/**
+ * The `pk` of the record a request moves to a new state, or undefined: a reservation (PutItem) or a
+ * transition (an UpdateItem that appends a history entry, which every state change does and a
+ * postponement or a late-outcome note does not).
+ */
+export function movedItem(command: string, input: unknown): string | undefined {
+  const request = (input ?? {}) as {
+    Item?: Record<string, unknown>;
+    Key?: Record<string, unknown>;
+    ExpressionAttributeNames?: Record<string, string>;
+  };
+  let key: unknown;
+  if (command === 'PutItemCommand') key = request.Item?.pk;
+  else if (
+    command === 'UpdateItemCommand' &&
+    Object.values(request.ExpressionAttributeNames ?? {}).includes('history')
+  ) {
+    key = request.Key?.pk;
+  }
+  // The document client has marshalled the item by now ({ S: '…' }); accept plain strings too.
+  if (typeof key === 'string') return key;
+  const marshalled = (key as { S?: unknown } | undefined)?.S;
+  return typeof marshalled === 'string' ? marshalled : undefined;
+}
+
 /** One simulated process's connection to DynamoDB, and its life. */
 export class ProcessLink {
   readonly client: DynamoDBClient;
@@ -135,7 +160,16 @@ export class ProcessLink {
   /** Settles when the process dies; never otherwise. */
   readonly died: Promise<'crashed'>;
 
-  constructor(endpoint: string, maxAttempts: number) {
+  /**
+   * @param onUnseenWrite called with the item's `pk` when a write that moves a record's state landed and
+   *   its answer never reaches the writer (the process died meanwhile or right after it, or the response
+   *   was lost): the one case where a move may be missing from the transition log.
+   */
+  constructor(
+    endpoint: string,
+    maxAttempts: number,
+    private readonly onUnseenWrite: (pk: string) => void = () => {},
+  ) {
     this.died = new Promise((resolve) => {
       this.onDeath = () => resolve('crashed');
     });
@@ -167,17 +201,31 @@ export class ProcessLink {
           throw throttling();
         }
         const out = await next(args);
-        if (!this.alive) return never();
+        // From here the write (if it is one) has landed: whatever keeps its answer from its writer
+        // may leave its move without a log line.
+        const unseen = () => {
+          const pk = movedItem(name, (args as { input?: unknown }).input);
+          if (pk !== undefined) this.onUnseenWrite(pk);
+        };
+        if (!this.alive) {
+          unseen();
+          return never();
+        }
         if (plan.stall === 'after_response') {
           faultStats.stalls += 1;
           await step?.stall();
-          if (!this.alive) return never();
+          if (!this.alive) {
+            unseen();
+            return never();
+          }
         }
         if (plan.crash === 'after') {
+          unseen();
           this.kill();
           return never();
         }
         if (plan.fail === 'lost') {
+          unseen();
           faultStats.lost += 1;
           throw lostResponse();
         }

@@ -1,8 +1,9 @@
+import { allShards, operationKey } from '../../../functions/contract/keys';
+import type { OperationRecord } from '../../../functions/domain/operation';
 import { isTerminal } from '../../../functions/domain/states';
 import { newRequest } from '../../../functions/engine/ledger-deps';
 import { reconcilePass } from '../../../functions/engine/reconcile';
 import { submitOperation } from '../../../functions/engine/submit-operation';
-import { allShards, operationKey } from '../../../functions/ledger/keys';
 import type { ModelProcess, World } from './world';
 import { PRINCIPALS } from './world';
 
@@ -101,7 +102,13 @@ async function replayAll(world: World, warm: ModelProcess): Promise<void> {
           arguments: op.args[variant],
           mode: 'sync',
         });
-        world.see(op, via, out.kind, out.record, 'replayed' in out ? out.replayed : undefined);
+        world.see(
+          op,
+          via,
+          out.kind,
+          out.record as OperationRecord,
+          'replayed' in out ? out.replayed : undefined,
+        );
       } catch (error) {
         world.expect(error, [], `${via} replay of ${op.key}`);
       }

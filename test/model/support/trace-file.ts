@@ -19,3 +19,16 @@ export function traceSink(
     );
   };
 }
+
+/**
+ * Appends, for the same file, how many writes of each record of a schedule landed unseen by their
+ * writer (`{"trace_key", "unlogged_writes"}`): the moves the checker may find missing from the lines.
+ */
+export function traceUnseen(table: string, unseen: ReadonlyMap<string, number>): void {
+  const file = process.env.TOOL_LEDGER_TRACE_FILE;
+  if (file === undefined || file === '' || unseen.size === 0) return;
+  const records = [...unseen].map(([pk, n]) =>
+    JSON.stringify({ trace_key: `${table}#${pk}`, unlogged_writes: n }),
+  );
+  appendFileSync(file, `${records.join('\n')}\n`);
+}

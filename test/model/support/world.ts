@@ -7,7 +7,6 @@ import { type LedgerConfig, loadConfig } from '../../../functions/config';
 import { errorClass, LedgerError } from '../../../functions/domain/errors';
 import type { OperationRecord } from '../../../functions/domain/operation';
 import { decideApproval } from '../../../functions/engine/approval';
-import { handleWorkMessage, type WorkVerdict } from '../../../functions/engine/handle-work-message';
 import { createDeps, type LedgerDeps, newRequest } from '../../../functions/engine/ledger-deps';
 import { getOperation } from '../../../functions/engine/read-operations';
 import { reconcilePass } from '../../../functions/engine/reconcile';
@@ -19,6 +18,7 @@ import { LedgerStore } from '../../../functions/ledger/ledger-store';
 import { ensureLedgerTable } from '../../../functions/ledger/table';
 import { type LedgerMetrics, MemoryLedgerMetrics } from '../../../functions/observability/metrics';
 import type { TransitionLogLine, TransitionSink } from '../../../functions/observability/transition-log';
+import { handleWorkMessage, type WorkVerdict } from '../../../functions/queue/handle-work-message';
 import type { ToolRegistry } from '../../../functions/tools/registry';
 import { tenantFolder } from '../../../functions/tools/workspace-path';
 import { buildCatalogue, CANARY_PREFIX, type ModelOp, TENANTS } from './catalogue';
@@ -105,6 +105,11 @@ export class World {
   readonly conflicts: { op: number; variant: number }[] = [];
   readonly anomalies: string[] = [];
   readonly logs: TransitionLogLine[] = [];
+  /**
+   * Writes that moved a record and whose answer never reached their writer, by `pk`: the moves that
+   * may be missing from {@link logs} (see `trace-replay.ts`).
+   */
+  readonly unseenWrites = new Map<string, number>();
   readonly ops: ModelOp[];
   readonly config: LedgerConfig;
   readonly scripted: ScriptedTools;
@@ -186,7 +191,9 @@ export class World {
   /** A fresh process (new connection, empty cache), optionally in a schedule slot. */
   newProcess(maxAttempts = 3): ModelProcess {
     this.generation += 1;
-    const link = new ProcessLink(this.env.endpoint, maxAttempts);
+    const link = new ProcessLink(this.env.endpoint, maxAttempts, (pk) => {
+      this.unseenWrites.set(pk, (this.unseenWrites.get(pk) ?? 0) + 1);
+    });
     this.links.push(link);
     const metrics = this.options.metrics?.() ?? new MemoryLedgerMetrics();
     const extra = this.options.log;
@@ -207,6 +214,11 @@ export class World {
       cache: new TerminalCache(100),
     });
     return { link, deps };
+  }
+
+  /** The record a line is about (`tenant#operation_id`, its `pk`): tenants share operation IDs. */
+  keyOf(line: TransitionLogLine): string {
+    return `${this.tenantOf(line)}#${line.operation_id}`;
   }
 
   /** The tenant of a logged operation: the one whose arguments have the line's digest. */
@@ -337,7 +349,13 @@ export class World {
           arguments: op.args[step.variant],
           mode: step.mode,
         });
-        this.see(op, 'submit', out.kind, out.record, 'replayed' in out ? out.replayed : undefined);
+        this.see(
+          op,
+          'submit',
+          out.kind,
+          out.record as OperationRecord,
+          'replayed' in out ? out.replayed : undefined,
+        );
       } catch (error) {
         if (error instanceof LedgerError && error.code === 'idempotency_key_reused') {
           this.conflicts.push({ op: op.index, variant: step.variant });

@@ -1,10 +1,10 @@
 import * as z from 'zod/mini';
 import { errorClass, LedgerError, LedgerUnavailableError } from '../domain/errors';
 import { parseIJson } from '../domain/i-json';
+import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
+import { submitOperation } from '../engine/submit-operation';
 import { logger } from '../observability/logger';
-import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { SenderBinding } from './sender-binding';
-import { submitOperation } from './submit-operation';
 
 /** Largest message body accepted (SQS allows 256 KiB). */
 const MAX_MESSAGE_BYTES = 256 * 1024;

@@ -1,14 +1,5 @@
 import { createHash } from 'node:crypto';
-
-/** Name of the sparse, sharded GSI the reconciler reads (SPEC §7). */
-export const ATTENTION_INDEX = 'attention';
-/** Name of the sparse GSI keyed by tenant that serves the operators' listing. */
-export const UNRESOLVED_INDEX = 'unresolved';
-/** Sort key value of an operation item; other item kinds may share the partition later. */
-export const OPERATION_SK = 'op';
-
-/** Tenants are labels from configuration, never from a body: a conservative alphabet keeps keys unambiguous. */
-export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+import { OPERATION_SK, TENANT_PATTERN } from './table';
 
 /**
  * The primary key of an operation. The tenant comes first and cannot contain `#`, so two tenants

@@ -1,3 +1,5 @@
+import { SETTINGS } from '../contract/environment';
+
 /**
  * Who may send work for which tenant (SPEC §6). A work queue's tenant binding says which tenants the
  * queue carries; against a hostile producer that is not enough, because every producer of one queue
@@ -9,9 +11,6 @@
  * ["acme"] | "*"}`: `*` is for the stack's own API and reconciler roles, which enqueue for every tenant.
  * A session's name is chosen by whoever assumes the role, so only the unique ID before `:` counts.
  */
-
-/** The variable the construct sets on the executor and the executor reads. */
-export const QUEUE_SENDERS_VARIABLE = 'TOOL_LEDGER_QUEUE_SENDERS';
 
 /** One entry of the binding, as the construct writes it. */
 export interface SenderEntry {
@@ -52,7 +51,7 @@ export class SenderBinding {
     const value = JSON.parse(raw) as unknown;
     if (!Array.isArray(value) || !value.every(isEntry)) {
       throw new Error(
-        `${QUEUE_SENDERS_VARIABLE} must be a JSON array of {"id": "<IAM unique ID>", "tenants": [..] | "*"}`,
+        `${SETTINGS.queueSenders.name} must be a JSON array of {"id": "<IAM unique ID>", "tenants": [..] | "*"}`,
       );
     }
     return new SenderBinding(value);

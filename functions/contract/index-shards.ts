@@ -35,11 +35,3 @@ export function unresolvedPartition(tenant: string, pk: string, shards: number):
 export function unresolvedPartitions(tenant: string, shards: number): string[] {
   return Array.from({ length: Math.max(1, shards) }, (_, n) => (n === 0 ? tenant : `${tenant}#${n}`));
 }
-
-/**
- * Non-key attributes the `unresolved` index projects: the state the listing filters on and the
- * `attention_at` a tenant's own reconcile pass filters on. Everything else
- * (arguments, result, history) stays out of the index, so an index write is one unit whatever the
- * item's size, and updates that touch nothing projected (a lease extension) write no index at all.
- */
-export const UNRESOLVED_PROJECTION: readonly string[] = ['state', 'attention_at'];

@@ -1,0 +1,134 @@
+import type { HistoryEntry, OperationRecord } from '../domain/operation';
+import type { OperationState, TransitionName } from '../domain/states';
+import type { ReadCache } from './read-cache';
+
+/**
+ * What the engine needs from storage, and nothing of how it is stored: the port the engine owns and
+ * ledger/ implements on DynamoDB (functions/ledger/ledger-store.ts). Every write is one conditional
+ * write of one record (no transactions); a write whose condition fails reports what it found instead
+ * of overwriting it. Every transition names itself, and the store asserts it against the state machine
+ * (functions/domain/states.ts) before sending it.
+ */
+
+/** Key of one operation item. */
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+/** What a conditional update expects to find. Every field given becomes part of the condition. */
+export interface Expectation {
+  /**
+   * The state the record was read in: exactly `[record.state]` (see {@link OperationStore.transition}).
+   * A list so that the state machine's check reads the same for every write.
+   */
+  states: readonly OperationState[];
+  attempt?: number;
+  leaseOwner?: string;
+  digest?: string;
+  /** Only with `lease_expires_at < leaseExpiredBefore` (epoch ms). */
+  leaseExpiredBefore?: number;
+  /** Only while `reconcile_checks` is exactly this (absent counts as 0). */
+  reconcileChecks?: number;
+  /** Only while `attention_at` is exactly this: the reconciler's optimistic lock on a due record. */
+  attentionAt?: number;
+  /**
+   * Only while the record is still this reservation: a decision read from one operation never lands on
+   * a new operation that reused the expired key, however long the decision took.
+   */
+  reservationId?: string;
+}
+
+/** One conditional transition of one item. */
+export interface TransitionWrite {
+  /** The transition(s) this write performs; every expected state must be allowed by one of them. */
+  transition: TransitionName | readonly TransitionName[];
+  expect: Expectation;
+  /** The new state; omitted by a postponement (`defer_attention`), which keeps the state it finds. */
+  to?: OperationState;
+  set: Partial<OperationRecord>;
+  remove?: readonly (keyof OperationRecord)[];
+  history?: HistoryEntry;
+}
+
+/** Result of a conditional write: the new record, or what was found instead. */
+export type WriteResult =
+  | { ok: true; record: OperationRecord }
+  | { ok: false; current: OperationRecord | undefined };
+
+/** Result of a reservation. */
+export type ReserveResult = { created: true } | { created: false; existing: OperationRecord | undefined };
+
+/** A page of records from a GSI. */
+export interface Page {
+  items: OperationRecord[];
+  /** Opaque; pass back to continue. */
+  cursor: string | undefined;
+}
+
+/** A paging cursor the store did not issue (the caller gets 400 `validation_failed`, never a 5xx). */
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('invalid cursor');
+    this.name = 'InvalidCursorError';
+  }
+}
+
+/** What one count of the unresolved operations found (engine/open-operations-gauge.ts). */
+export interface OpenOperations {
+  /** Every unresolved record (awaiting_approval, queued, pending, uncertain, failed_retryable, needs_reconciliation). */
+  unresolved: number;
+  /** Records in `needs_reconciliation`: waiting for an operator. */
+  needsReconciliation: number;
+}
+
+/**
+ * The ledger's storage.
+ *
+ * @example
+ * ```ts
+ * const deps = createDeps({ store: new LedgerStore({ client, tableName }), tools, config, queue });
+ * const record = await deps.store.get(operationKey('acme', 'run-42'));
+ * ```
+ */
+export interface OperationStore {
+  /** Reads one record with a strongly consistent read. */
+  get(key: ItemKey): Promise<OperationRecord | undefined>;
+  /**
+   * Creates `item` if no record exists or the existing one is terminal and expired
+   * (`expires_at < nowSeconds`); otherwise reports the existing record.
+   */
+  reserve(item: OperationRecord, nowSeconds: number): Promise<ReserveResult>;
+  /**
+   * One conditional write that performs a named transition on `record`, the record as the caller read
+   * it, conditioned on the one state it was read in (`write.expect.states` must be exactly
+   * `[record.state]`) and on everything else `write.expect` names. On success the result is `record`
+   * with the write applied; on a failed condition, the record as it is now.
+   */
+  transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult>;
+  /** Notes a superseded attempt's outcome on a record, touching nothing else. */
+  annotateLateOutcome(
+    key: ItemKey,
+    attempt: number,
+    lateOutcome: OperationRecord['late_outcome'],
+  ): Promise<void>;
+  /** One page of a shard of the reconciler's view: records due by `dueBy`, oldest first. */
+  queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page>;
+  /** One page of one tenant's due records (an operator's reconcile pass). */
+  queryTenantAttention(
+    tenant: string,
+    dueBy: number,
+    limit: number,
+    cursor?: string,
+    shards?: number,
+  ): Promise<Page>;
+  /** One page of a tenant's unresolved records, newest first, optionally of one state. */
+  listUnresolved(
+    tenant: string,
+    options: { state?: OperationState; limit: number; cursor?: string; shards?: number },
+  ): Promise<Page>;
+  /** Counts the unresolved records of the whole deployment (a cost that grows with them, not the table). */
+  countOpen(): Promise<OpenOperations>;
+  /** The short-lived cache of read-tool results (SPEC §4, `effect: 'read'`), kept beside the ledger. */
+  readonly readCache: ReadCache;
+}
