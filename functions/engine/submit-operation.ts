@@ -20,6 +20,12 @@ import {
   reserve,
 } from './transitions';
 
+/**
+ * The read-tool path, loaded by the first read and kept: an `import()` is resolved again at every call
+ * where modules are not bundled (local mode runs on tsx, where that costs close to a millisecond).
+ */
+let readToolPath: Promise<typeof import('./read-tool-path')> | undefined;
+
 /** How a call wants to be served. */
 export type SubmitMode =
   /** An HTTP caller waiting for the outcome (runs now if the tool fits the sync budget). */
@@ -61,7 +67,8 @@ export async function submitOperation(
   if (call.tool.effect === 'read') {
     // Powertools idempotency and its JMESPath engine are loaded by the first read: deployments whose
     // tools all write never load them.
-    const { submitReadOperation } = await import('./read-tool-path');
+    readToolPath ??= import('./read-tool-path');
+    const { submitReadOperation } = await readToolPath;
     return submitReadOperation(deps, req, call, caller);
   }
   const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);

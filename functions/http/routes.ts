@@ -61,12 +61,17 @@ export const ROUTES: readonly Route[] = LEDGER_ROUTES.map((route) => ({
   handle: HANDLERS[route.id],
 }));
 
+/** The MCP front door's module, once loaded. */
+let mcpRoute: Promise<typeof import('../mcp/mcp-route')> | undefined;
+
 /**
  * `POST /mcp`: the MCP front door. The MCP SDK's server is loaded by the first call to this route, so
  * that the API's other routes (and its cold start) never pay for it.
  */
 async function mcp(context: RouteContext): Promise<ApiResponse> {
-  const { handleMcp } = await import('../mcp/mcp-route');
+  // Kept once loaded: an `import()` is resolved again at every call where modules are not bundled.
+  mcpRoute ??= import('../mcp/mcp-route');
+  const { handleMcp } = await mcpRoute;
   return handleMcp(context);
 }
 

@@ -3,6 +3,16 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { WorkMessage, WorkQueue } from '../engine/work-queue';
 
 /**
+ * The SQS client's module, loaded at the first send and kept: an `import()` is resolved again at every
+ * call where modules are not bundled (local mode runs on tsx, where that costs close to a millisecond).
+ */
+let sqsModule: Promise<typeof import('@aws-sdk/client-sqs')> | undefined;
+function loadSqs(): Promise<typeof import('@aws-sdk/client-sqs')> {
+  sqsModule ??= import('@aws-sdk/client-sqs');
+  return sqsModule;
+}
+
+/**
  * The work queue on SQS. For a FIFO queue the group and deduplication IDs derive from the tenant and
  * operation ID, so SQS itself drops duplicate sends within its five-minute window.
  *
@@ -27,7 +37,7 @@ export class SqsWorkQueue implements WorkQueue {
   async enqueue(message: WorkMessage): Promise<void> {
     const fifo = this.queueUrl.endsWith('.fifo');
     const id = createHash('sha256').update(`${message.tenant}\u0000${message.operation_id}`).digest('hex');
-    const [client, { SendMessageCommand }] = await Promise.all([this.sqs(), import('@aws-sdk/client-sqs')]);
+    const [client, { SendMessageCommand }] = await Promise.all([this.sqs(), loadSqs()]);
     await client.send(
       new SendMessageCommand({
         QueueUrl: this.queueUrl,
@@ -38,10 +48,7 @@ export class SqsWorkQueue implements WorkQueue {
   }
 
   async retryAfter(receiptHandle: string, seconds: number): Promise<void> {
-    const [client, { ChangeMessageVisibilityCommand }] = await Promise.all([
-      this.sqs(),
-      import('@aws-sdk/client-sqs'),
-    ]);
+    const [client, { ChangeMessageVisibilityCommand }] = await Promise.all([this.sqs(), loadSqs()]);
     await client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: this.queueUrl,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { SETTINGS } from '../../functions/contract/environment';
 import { startLocalStack } from '../local-stack';
 import { median, p99 } from './stats';
 
@@ -56,10 +57,10 @@ export async function localThroughput(options: {
   const stack = await startLocalStack({
     dataDir,
     env: {
-      TOOL_LEDGER_TOOLS_MODULE: TOOLS_MODULE,
+      [SETTINGS.toolsModule.name]: TOOLS_MODULE,
       // As a user runs it: transition lines logged (the benchmark silences its own process only).
-      POWERTOOLS_LOG_LEVEL: 'INFO',
-      TOOL_LEDGER_LOG_FORMAT: 'json',
+      [SETTINGS.logLevel.name]: 'INFO',
+      [SETTINGS.logFormat.name]: 'json',
     },
   });
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
