@@ -3,6 +3,7 @@ import path from 'node:path';
 import { type BundlingOptions, LogLevel, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
 import { TOOLS_MODULE_SPECIFIER } from '../functions/contract/tools-module';
+import { UPSTREAMS_MODULE_SPECIFIER } from '../functions/contract/upstreams-module';
 
 /**
  * How every handler is bundled: one place, so that `scripts/size.ts` measures exactly what `cdk deploy`
@@ -15,6 +16,13 @@ import { TOOLS_MODULE_SPECIFIER } from '../functions/contract/tools-module';
  * esbuild alias replaces it with the module an infrastructure team configures.
  */
 export const TOOLS_IMPORT = TOOLS_MODULE_SPECIFIER;
+
+/**
+ * The import specifier of the MCP gateway in the handlers (functions/wiring.ts). Bundles of a deployment
+ * that names no MCP upstreams get a stand-in instead, so that the MCP SDK's client and Ajv stay out of
+ * every handler's bundle and cold start.
+ */
+export const UPSTREAMS_IMPORT = UPSTREAMS_MODULE_SPECIFIER;
 
 /** The repository root: handlers and the default tools module are found from here. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..');
@@ -50,6 +58,12 @@ export function bundlingProject(from: string = PROJECT_ROOT): { projectRoot: str
 /** The shipped tools module (the contract, §4), used when `toolsModule` is not set. */
 export const DEFAULT_TOOLS_MODULE = path.join(PROJECT_ROOT, 'functions', 'tools', 'builtin.ts');
 
+/** The gateway to the deployment's MCP upstreams, and its stand-in for deployments without any. */
+export const UPSTREAMS_MODULES = {
+  gateway: path.join(PROJECT_ROOT, 'functions', 'mcp', 'gateway.ts'),
+  none: path.join(PROJECT_ROOT, 'functions', 'mcp', 'no-upstreams.ts'),
+} as const;
+
 /** The handler entry files, by function. */
 export const HANDLER_ENTRIES = {
   api: path.join(PROJECT_ROOT, 'functions', 'handlers', 'api.ts'),
@@ -79,6 +93,8 @@ export interface BundleSettings {
   toolsModule: string;
   /** Bundle the AWS SDK instead of using the runtime's copy. */
   bundleAwsSdk: boolean;
+  /** The deployment names MCP upstreams: bundle the gateway. @default false */
+  upstreams?: boolean;
   /** Files written next to the bundle (name → content), e.g. configuration too large for the environment. */
   files?: Readonly<Record<string, string>>;
 }
@@ -98,6 +114,10 @@ function writeFilesCommands(outputDir: string, files: Readonly<Record<string, st
   });
 }
 
+function upstreamsModule(settings: BundleSettings): string {
+  return settings.upstreams ? UPSTREAMS_MODULES.gateway : UPSTREAMS_MODULES.none;
+}
+
 /** NodejsFunction bundling options for a handler. */
 export function lambdaBundling(settings: BundleSettings): BundlingOptions {
   return {
@@ -112,7 +132,12 @@ export function lambdaBundling(settings: BundleSettings): BundlingOptions {
     mainFields: [...MAIN_FIELDS],
     banner: ESM_REQUIRE_BANNER,
     logLevel: LogLevel.WARNING,
-    esbuildArgs: { '--alias': [`${TOOLS_IMPORT}=${settings.toolsModule}`] },
+    esbuildArgs: {
+      '--alias': [
+        `${TOOLS_IMPORT}=${settings.toolsModule}`,
+        `${UPSTREAMS_IMPORT}=${upstreamsModule(settings)}`,
+      ],
+    },
     ...(settings.files && Object.keys(settings.files).length > 0
       ? {
           commandHooks: {
@@ -138,7 +163,7 @@ export function esbuildOptions(entry: string, settings: BundleSettings): BuildOp
     external: settings.bundleAwsSdk ? [] : [...SDK_EXTERNALS],
     mainFields: [...MAIN_FIELDS],
     banner: { js: ESM_REQUIRE_BANNER },
-    alias: { [TOOLS_IMPORT]: settings.toolsModule },
+    alias: { [TOOLS_IMPORT]: settings.toolsModule, [UPSTREAMS_IMPORT]: upstreamsModule(settings) },
     logLevel: 'warning',
   };
 }

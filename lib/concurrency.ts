@@ -1,3 +1,5 @@
+import { DEFAULT_EXECUTOR_CONCURRENCY } from '../functions/contract/environment';
+
 /**
  * How many of each handler may run at once. Without caps a burst on the work queue scales the SQS
  * poller to hundreds of executors: targets are flooded, and the executors take the account's whole
@@ -6,8 +8,8 @@
  * concurrency guarantees it that many and no more) and the reconciler at one pass at a time.
  */
 
-/** Most executors the SQS event source starts by default. */
-export const DEFAULT_EXECUTOR_MAX_CONCURRENCY = 10;
+/** Most executors the SQS event source starts by default (local mode runs as many executor loops). */
+export const DEFAULT_EXECUTOR_MAX_CONCURRENCY = DEFAULT_EXECUTOR_CONCURRENCY;
 
 /** Reconciler passes at once: one. An overlapping pass is safe but only repeats reads. */
 export const DEFAULT_RECONCILER_RESERVED = 1;

@@ -108,9 +108,12 @@ export class ToolLedger extends Construct {
       tableName: this.table.tableName,
       queueUrl: this.queue.queueUrl,
     });
+    // Without upstreams the MCP gateway is left out of the bundles (lib/bundling.ts).
+    const upstreams = settings.mcpUpstreams !== '';
     const bundling = lambdaBundling({
       toolsModule: settings.toolsModule,
       bundleAwsSdk: settings.bundleAwsSdk,
+      upstreams,
     });
     const mount = workspaceMount(settings.sharedWorkspace);
     const common = {
@@ -127,6 +130,7 @@ export class ToolLedger extends Construct {
       bundling: lambdaBundling({
         toolsModule: settings.toolsModule,
         bundleAwsSdk: settings.bundleAwsSdk,
+        upstreams,
         files: apiBundledFiles(settings),
       }),
       entry: settings.handlerEntries.api,

@@ -139,7 +139,10 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
 #define MAY_START (phantom || (resv == myResv && att == myAtt && st == S_pending && owner == _pid && !leaseExp))
 #endif
 
-/* The commit's condition (SPEC step 6): attempt = n AND lease_owner = me AND state IN (...). */
+/*
+ * The commit's condition (SPEC step 6): attempt = n AND lease_owner = me AND state = s, where s is the
+ * state the owner last read (`seen`): pending first, then what a failed condition returned.
+ */
 #ifdef BROKEN_LATE_APPLY
 #define OWNS (true)
 #else
@@ -153,7 +156,10 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
 #define A_ATTEMPT 3
 #define A_LOSTCLAIM 4   /* the claim was sent and its answer lost: the SDK retries or gives up */
 
-/* The claim (SPEC step 4): UpdateItem IF state IN (queued, failed_retryable) AND attempt = a AND digest. */
+/*
+ * The claim (SPEC step 4): UpdateItem IF state = s AND attempt = a AND digest, s the state it was read
+ * in (`seen`: queued or failed_retryable).
+ */
 #define CLAIM_WRITE \
   CHECKED(FROM_claim(st) && TO_claim(S_pending) && BY_claim(ACT_worker)); \
   st = S_pending; att = att + 1; owner = _pid; leaseExp = false; chk = 0; outAtt = 0; \
@@ -193,8 +199,9 @@ inline handle_existing() {
      act = A_NEXT
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att < MAXATT && mode == M_ASYNC -> ENQUEUE(); act = A_NEXT
   :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) ->
+     seen = st;
      if
-     :: skip; CLAIM_WRITE; act = A_ATTEMPT
+     :: skip; CLAIM_WRITE; act = A_ATTEMPT; seen = 0
      :: lostClaim < MAXLOSTCLAIM -> lostClaim++; CLAIM_WRITE; act = A_LOSTCLAIM     /* landed, the response lost */
      :: lostClaim < MAXLOSTCLAIM -> lostClaim++; myAtt = att + 1; myResv = resv; act = A_LOSTCLAIM /* lost on the way */
      fi
@@ -204,11 +211,12 @@ inline handle_existing() {
 
 proctype Caller(byte mode; byte d; byte maxTries) {
   byte tries, myAtt, myResv, out, act;
-  bool mine;
+  byte seen;      /* the state this worker last read: its claim's and its commit's condition */
+  bool mine, again;
   bool phantom;   /* ghost: running on a claim that never landed (only the broken read-back does) */
 end_next:
   skip;
-  d_step { myAtt = 0; myResv = 0; out = 0; mine = false; act = 0; phantom = false; if :: mode == M_EXEC -> d = 0 :: else -> skip fi };
+  d_step { myAtt = 0; myResv = 0; out = 0; mine = false; again = false; seen = 0; act = 0; phantom = false; if :: mode == M_EXEC -> d = 0 :: else -> skip fi };
   if
   :: mode == M_EXEC ->
      /* a delivery: the message names the current operation */
@@ -243,10 +251,10 @@ dispatch:
         atomic {
           /* the SDK sends the same conditional write again; a failed condition returns the item (ALL_OLD) */
           if
-          :: (st == S_queued || st == S_failed_retryable) && att + 1 == myAtt && DIGOK -> CLAIM_WRITE; act = A_ATTEMPT
+          :: st == seen && att + 1 == myAtt && DIGOK -> CLAIM_WRITE; act = A_ATTEMPT; seen = 0
           :: else ->
              if
-             :: CLAIM_IS_MINE -> phantom = !(owner == _pid && att == myAtt); act = A_ATTEMPT
+             :: CLAIM_IS_MINE -> phantom = !(owner == _pid && att == myAtt); act = A_ATTEMPT; seen = 0
              :: else -> skip; handle_existing()     /* someone else moved it: the record as it is now */
              fi
           fi
@@ -276,25 +284,44 @@ attempt:
     fi
   }
   CRASH_POINT;                                    /* between the effect and the commit */
-  /* commit: UpdateItem IF attempt = n AND lease_owner = me AND state IN (...) */
+  /*
+   * commit: UpdateItem IF attempt = n AND lease_owner = me AND state = seen, first against pending (the
+   * claim or reservation it made): record_outcome, any outcome. Against a state the reconciler or an
+   * operator moved it to since (uncertain, needs_reconciliation, failed_retryable), only a known outcome:
+   * record_late_outcome.
+   */
+commit:
   atomic {
+    again = false;
+    if :: seen == 0 -> seen = S_pending :: else -> skip fi;
     if
-    :: OWNS && (st == S_pending || (KNOWN(out) && (st == S_uncertain || st == S_needs_reconciliation || st == S_failed_retryable))) ->
-       CHECKED((FROM_record_outcome(st) && TO_record_outcome(out) && BY_record_outcome(ACT_owner)) ||
-               (FROM_record_late_outcome(st) && TO_record_late_outcome(out) && BY_record_late_outcome(ACT_late_owner)));
+    :: OWNS && st == seen && (seen == S_pending || KNOWN(out)) ->
+       CHECKED((seen == S_pending && FROM_record_outcome(st) && TO_record_outcome(out) && BY_record_outcome(ACT_owner)) ||
+               (seen != S_pending && FROM_record_late_outcome(st) && TO_record_late_outcome(out) && BY_record_late_outcome(ACT_late_owner)));
        st = out; outBy = _pid; outAtt = myAtt;
        mine = true
-    :: else -> mine = false                        /* superseded: stored only as late_outcome */
+    :: else -> mine = false                        /* the condition failed: the item comes back */
     fi;
     if
     :: mine && lost < MAXLOST -> lost++; mine = false   /* the response is lost: read back */
     :: true -> skip
-    fi
+    fi;
+    if :: mine -> seen = 0 :: else -> skip fi
   }
   if
   :: !mine ->
-     /* read back: our write landed if outcome_by is us at our attempt in our state */
-     atomic { mine = (att == myAtt && outBy == _pid && st == out) }
+     /*
+      * read back: our write landed if outcome_by is us at our attempt in our state. Otherwise, at our
+      * attempt with our lease owner, moved to a state a known outcome still replaces: the same write
+      * again, conditioned on that state. Anything else: superseded, stored only as late_outcome.
+      */
+     atomic {
+       mine = (att == myAtt && outBy == _pid && st == out);
+       again = (!mine && KNOWN(out) && OWNS && st != seen &&
+                (st == S_uncertain || st == S_needs_reconciliation || st == S_failed_retryable));
+       if :: again -> seen = st :: else -> seen = 0 fi
+     }
+     if :: again -> goto commit :: else -> skip fi
   :: else -> skip
   fi;
   if
@@ -372,32 +399,61 @@ end_loop:
   od
 }
 
-/* A truthful operator: resolves from the target's real state, naming the attempt and reservation it looked at. */
-proctype Operator() {
-  byte a, r;
-  bool was;
-end_loop:
-  do
-  :: atomic { ALIVE(st) && (st == S_uncertain || st == S_needs_reconciliation) -> a = att; r = resv; was = applied[resv] > 0 }
-     atomic {
-       if
+/*
+ * The resolution's condition: state = s (the state it read), attempt = a (the one the operator names)
+ * and reservation_id = r. BROKEN_RESOLVE_ANY_STATE leaves the state out, BROKEN_RESOLVE_NO_ATTEMPT the
+ * attempt.
+ */
 #ifdef BROKEN_RESOLVE_ANY_STATE
-       :: att == a ->
+#define RESOLVE_OK(s) (att == a)
 #else
 #ifdef BROKEN_RESOLVE_NO_ATTEMPT
-       :: (st == S_uncertain || st == S_needs_reconciliation) && SAME_RESV(r) ->
+#define RESOLVE_OK(s) (st == (s) && SAME_RESV(r))
 #else
-       :: (st == S_uncertain || st == S_needs_reconciliation) && att == a && SAME_RESV(r) ->
+#define RESOLVE_OK(s) (st == (s) && att == a && SAME_RESV(r))
 #endif
 #endif
-          if
-          :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded) && BY_resolve(ACT_operator)); st = S_succeeded
-          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable) && BY_resolve(ACT_operator)); st = S_failed_retryable
-          :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal) && BY_resolve(ACT_operator)); st = S_failed_terminal
-          fi
+#define RESOLVABLE(x) ((x) == S_uncertain || (x) == S_needs_reconciliation)
+
+/* The verdict the operator read the target for, written. */
+inline RESOLVE_WRITE() {
+  if
+  :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded) && BY_resolve(ACT_operator)); st = S_succeeded
+  :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable) && BY_resolve(ACT_operator)); st = S_failed_retryable
+  :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal) && BY_resolve(ACT_operator)); st = S_failed_terminal
+  fi
+}
+
+/*
+ * A truthful operator: resolves from the target's real state, naming the attempt and reservation it
+ * looked at. Its write is conditioned on the state it read; if that failed because the reconciler gave
+ * up in between (uncertain -> needs_reconciliation, same attempt and reservation, seen in the item the
+ * failed condition returns), the verdict is written once more against that state (resolution.ts).
+ */
+proctype Operator() {
+  byte a, r, s;
+  bool was, moved;
+end_loop:
+  do
+  :: atomic { !moved && ALIVE(st) && RESOLVABLE(st) -> a = att; r = resv; s = st; was = applied[resv] > 0 }
+     atomic {
+       if
+       :: RESOLVE_OK(s) -> RESOLVE_WRITE()
+       :: else ->
+          /* the item the failed condition returned: moved to the other resolvable state? */
+          moved = (st != s && RESOLVABLE(st) && att == a && SAME_RESV(r));
+          if :: moved -> s = st :: else -> skip fi
+       fi;
+       if :: !moved -> a = 0; r = 0; s = 0; was = false :: else -> skip fi
+     }
+  :: atomic {
+       moved ->
+       /* the verdict once more, conditioned on the state found */
+       if
+       :: RESOLVE_OK(s) -> RESOLVE_WRITE()
        :: else -> skip
        fi;
-       a = 0; r = 0; was = false
+       a = 0; r = 0; s = 0; was = false; moved = false
      }
   od
 }

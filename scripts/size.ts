@@ -4,7 +4,8 @@
  * module swapped in by alias) and prints the minified and gzipped size of each.
  *
  * Options: `--json` prints one JSON document instead of the table; `--tools <path>` measures with
- * another tools module; `--bundle-sdk` measures with the AWS SDK bundled.
+ * another tools module; `--bundle-sdk` measures with the AWS SDK bundled; `--upstreams` measures a
+ * deployment that names MCP upstreams (the gateway bundled).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -30,12 +31,14 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     tools: { type: 'string' },
     'bundle-sdk': { type: 'boolean', default: false },
+    upstreams: { type: 'boolean', default: false },
   },
 });
 
 const settings = {
   toolsModule: values.tools ? path.resolve(values.tools) : DEFAULT_TOOLS_MODULE,
   bundleAwsSdk: values['bundle-sdk'] ?? false,
+  upstreams: values.upstreams ?? false,
 };
 
 async function measure(handler: string, entry: string): Promise<HandlerSize> {
@@ -96,7 +99,8 @@ if (values.json) {
     ? 'AWS SDK bundled'
     : '@aws-sdk/* external (provided by the Lambda runtime)';
   console.log(`Handler bundles: ESM, minified, node22, ${sdk}`);
-  console.log(`Tools module: ${path.relative(PROJECT_ROOT, settings.toolsModule)}\n`);
+  console.log(`Tools module: ${path.relative(PROJECT_ROOT, settings.toolsModule)}`);
+  console.log(`MCP gateway: ${settings.upstreams ? 'bundled (--upstreams)' : 'left out (no upstreams)'}\n`);
   const rows = sizes.map((size) => [
     size.handler,
     kib(size.minifiedBytes),

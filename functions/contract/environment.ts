@@ -61,6 +61,13 @@ export const DEV_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:app
 export const LOCAL_WEBHOOK_ALLOW = 'http://127.0.0.1,http://localhost';
 
 /**
+ * Executors that run at once by default: the construct's `executorMaxConcurrency` (and the reserved
+ * concurrency it gives the executor), and the executor loops of local mode
+ * (`TOOL_LEDGER_EXECUTOR_CONCURRENCY`).
+ */
+export const DEFAULT_EXECUTOR_CONCURRENCY = 10;
+
+/**
  * The variables, by what they configure. Handlers, local mode and the construct refer to an entry
  * (`SETTINGS.retentionSeconds.name`), never to the text of a name.
  */
@@ -217,6 +224,17 @@ export const SETTINGS = {
     kind: 'integer',
     default: 5_000,
     min: 10,
+    readers: ['local'],
+  },
+  /**
+   * Executor invocations at once: one polling loop each, every one taking batches of up to 10; by
+   * default the construct's executors ({@link DEFAULT_EXECUTOR_CONCURRENCY}).
+   */
+  executorConcurrency: {
+    name: 'TOOL_LEDGER_EXECUTOR_CONCURRENCY',
+    kind: 'integer',
+    default: DEFAULT_EXECUTOR_CONCURRENCY,
+    min: 1,
     readers: ['local'],
   },
   /** Port of the local DynamoDB on 127.0.0.1 (0 picks a free one). */

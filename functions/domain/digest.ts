@@ -36,7 +36,9 @@ export function canonicalCall(tool: string, normalizedArguments: unknown): Canon
       `canonical arguments are larger than ${MAX_CANONICAL_ARGUMENTS_BYTES} bytes`,
     );
   }
-  const envelope = canonicalize({ tool, arguments: normalizedArguments }) as string;
+  // The canonical form of `{ tool, arguments }`, composed rather than computed again: RFC 8785 sorts
+  // the two keys ("arguments" before "tool") and serializes a string as JSON.stringify does.
+  const envelope = `{"arguments":${canonicalArguments},"tool":${JSON.stringify(tool)}}`;
   return { canonicalArguments, digest: digestOf(envelope) };
 }
 

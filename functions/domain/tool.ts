@@ -1,4 +1,5 @@
-import type { z } from 'zod';
+// Core types: a tool's schema may be built with classic zod (`zod`) or zod's smaller entry (`zod/mini`).
+import type * as z from 'zod/v4/core';
 
 /** What a tool may log: identities and codes only, never arguments or results. */
 export interface ToolLogger {
@@ -45,7 +46,7 @@ export type ReconcileVerdict =
  * });
  * ```
  */
-export interface Tool<S extends z.ZodType = z.ZodType> {
+export interface Tool<S extends z.$ZodType = z.$ZodType> {
   /** `[a-z][a-z0-9_.-]{0,63}`; part of the digest. */
   name: string;
   /** Shown to agents and models. */
@@ -94,7 +95,7 @@ export interface ToolAnnotations {
 export type AnyTool = Tool<any>;
 
 /** Identity helper that keeps the schema's inferred types for `execute` and `reconcile`. */
-export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
+export function defineTool<S extends z.$ZodType>(tool: Tool<S>): Tool<S> {
   return tool;
 }
 

@@ -18,7 +18,10 @@ export interface ItemKey {
 
 /** What a conditional update expects to find. Every field given becomes part of the condition. */
 export interface Expectation {
-  /** The record's state must be one of these. */
+  /**
+   * The state the record was read in: exactly `[record.state]` (see {@link OperationStore.transition}).
+   * A list so that the state machine's check reads the same for every write.
+   */
   states: readonly OperationState[];
   attempt?: number;
   leaseOwner?: string;
@@ -114,8 +117,13 @@ export interface OperationStore {
    * (`expires_at < nowSeconds`); otherwise reports the existing record.
    */
   reserve(item: OperationRecord, nowSeconds: number): Promise<ReserveResult>;
-  /** One conditional write that performs a named transition (or several a condition admits). */
-  transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult>;
+  /**
+   * One conditional write that performs a named transition on `record`, the record as the caller read
+   * it, conditioned on the one state it was read in (`write.expect.states` must be exactly
+   * `[record.state]`) and on everything else `write.expect` names. On success the result is `record`
+   * with the write applied; on a failed condition, the record as it is now.
+   */
+  transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult>;
   /**
    * Notes a superseded attempt's outcome on a record, touching nothing else, only while the record is
    * what `expect` says; otherwise reports what it found.

@@ -1,8 +1,8 @@
-import type { z } from 'zod';
 import { type CanonicalCall, canonicalCall, MAX_ARGUMENTS_DEPTH } from '../domain/digest';
 import { ValidationError } from '../domain/errors';
 import { assertIJsonValue } from '../domain/i-json';
 import { assertOperationId } from '../domain/operation-id';
+import { checkWithSchema } from '../domain/schema-check';
 import type { AnyTool } from '../domain/tool';
 import type { ToolRegistry } from '../tools/registry';
 
@@ -39,7 +39,7 @@ export function prepareCall(
     ]);
   }
   assertIJsonValue(rawArgs, MAX_ARGUMENTS_DEPTH, '$.arguments');
-  const parsed = (tool.schema as z.ZodType).safeParse(rawArgs);
+  const parsed = checkWithSchema(tool.schema, rawArgs);
   if (!parsed.success) {
     // Paths and messages may name caller-chosen keys: only short, plain key names are shown (a typo
     // such as "contents" is worth naming), never values.

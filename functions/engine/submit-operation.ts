@@ -6,7 +6,6 @@ import { isTerminal } from '../domain/states';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { type PreparedCall, prepareCall } from './prepare-call';
-import { submitReadOperation } from './read-tool-path';
 import { backoffMs } from './record-fields';
 import { runAttempt } from './run-attempt';
 import { enqueueQuietly } from './stored-call';
@@ -20,6 +19,12 @@ import {
   newLease,
   reserve,
 } from './transitions';
+
+/**
+ * The read-tool path, loaded by the first read and kept: an `import()` is resolved again at every call
+ * where modules are not bundled (local mode runs on tsx, where that costs close to a millisecond).
+ */
+let readToolPath: Promise<typeof import('./read-tool-path')> | undefined;
 
 /** How a call wants to be served. */
 export type SubmitMode =
@@ -59,7 +64,13 @@ export async function submitOperation(
   const call = prepareCall(deps.tools, request.operationId, request.tool, request.arguments);
   const caller: Caller = { tenant: request.tenant, principal: request.principal };
   if (request.agentRunId !== undefined) caller.agentRunId = request.agentRunId;
-  if (call.tool.effect === 'read') return submitReadOperation(deps, req, call, caller);
+  if (call.tool.effect === 'read') {
+    // Powertools idempotency and its JMESPath engine are loaded by the first read: deployments whose
+    // tools all write never load them.
+    readToolPath ??= import('./read-tool-path');
+    const { submitReadOperation } = await readToolPath;
+    return submitReadOperation(deps, req, call, caller);
+  }
   const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);
   if (cached) return existingRecord(deps, req, call, cached, request.mode);
 

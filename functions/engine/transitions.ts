@@ -2,9 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { LedgerUnavailableError } from '../domain/errors';
-import type { ApprovalRecord, LateOutcome, OperationError, OperationRecord } from '../domain/operation';
+import type {
+  ApprovalRecord,
+  HistoryEntry,
+  LateOutcome,
+  OperationError,
+  OperationRecord,
+} from '../domain/operation';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
+import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
 import type { PreparedCall } from './prepare-call';
@@ -79,42 +86,40 @@ export async function reserve(
   const nowIso = new Date(req.now).toISOString();
   const approvalDeadline =
     state === 'awaiting_approval' ? req.now + deps.config.approvalTtlSeconds * 1000 : undefined;
-  const base: OperationRecord = {
-    ...key,
+  const attempt = state === 'pending' ? 1 : 0;
+  // One literal, the index attributes assigned after: the item is built once per reservation.
+  const item: OperationRecord = {
+    pk: key.pk,
+    sk: key.sk,
     tenant: caller.tenant,
     operation_id: call.operationId,
     tool: call.tool.name,
     arguments: call.canonicalArguments,
     arguments_digest: call.digest,
     state,
-    attempt: state === 'pending' ? 1 : 0,
+    attempt,
     max_attempts: call.tool.maxAttempts ?? 3,
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
     reservation_id: randomUUID(),
     created_at: nowIso,
     updated_at: nowIso,
-    history: [
-      { at: nowIso, from: null, to: state, attempt: state === 'pending' ? 1 : 0, by: caller.principal },
-    ],
+    history: [{ at: nowIso, from: null, to: state, attempt, by: caller.principal }],
   };
-  if (caller.agentRunId !== undefined) base.agent_run_id = caller.agentRunId;
+  if (caller.agentRunId !== undefined) item.agent_run_id = caller.agentRunId;
   if (lease) {
-    base.lease_owner = lease.owner;
-    base.lease_expires_at = lease.expiresAt;
+    item.lease_owner = lease.owner;
+    item.lease_expires_at = lease.expiresAt;
   }
-  if (approvalDeadline !== undefined) base.approval_deadline = approvalDeadline;
-  const item: OperationRecord = {
-    ...base,
-    ...unresolvedFields(
-      base,
+  if (approvalDeadline !== undefined) item.approval_deadline = approvalDeadline;
+  Object.assign(
+    item,
+    unresolvedFields(
+      item,
       deps.config,
-      attentionFor(state, req.now, deps.config, {
-        leaseExpiresAt: lease?.expiresAt,
-        approvalDeadline,
-      }),
+      attentionFor(state, req.now, deps.config, { leaseExpiresAt: lease?.expiresAt, approvalDeadline }),
     ),
-  };
+  );
   const nowSeconds = Math.floor(req.now / 1000);
   for (let i = 0; i < MAX_RESERVE_TRIES; i++) {
     const result = await deps.store.reserve(item, nowSeconds);
@@ -147,11 +152,8 @@ export async function claim(
   const next = record.attempt + 1;
   const result = await write(deps, req, record, tool, {
     transition: 'claim',
-    expect: {
-      states: ['queued', 'failed_retryable'],
-      attempt: record.attempt,
-      digest: record.arguments_digest,
-    },
+    // The state it read, `queued` or `failed_retryable`: the claim is conditioned on that one.
+    expect: { states: [record.state], attempt: record.attempt, digest: record.arguments_digest },
     to: 'pending',
     set: {
       attempt: next,
@@ -207,19 +209,36 @@ export interface AttemptOutcome {
   durationMs: number;
 }
 
+/**
+ * Writes a commit may take: one per state the record can pass through at one attempt while the owner
+ * commits (pending, uncertain, needs_reconciliation, failed_retryable), and transport retries.
+ */
 const COMMIT_TRIES = 4;
+
+/** States from which an owner's known outcome may still land: a late outcome of the same attempt. */
+const LATE_OUTCOME_STATES: readonly OperationState[] = [
+  'uncertain',
+  'needs_reconciliation',
+  'failed_retryable',
+];
 
 /**
  * Records the outcome of attempt `n` by its lease owner (the contract, §3 step 6). The condition is
- * `attempt = n AND lease_owner = me AND state IN (…)`: from `pending` any outcome; from `uncertain`,
- * `needs_reconciliation` or `failed_retryable` (a late outcome of the same attempt) only a known one.
- * A write that fails in transit is retried with the same condition and verified by reading back
- * (`outcome_by`). An outcome for a superseded attempt is stored as `late_outcome` and counted.
+ * `attempt = n AND lease_owner = me AND state = s`, where `s` is the state the owner last read:
+ * `pending` (the claim or reservation it made) for any outcome; `uncertain`, `needs_reconciliation` or
+ * `failed_retryable` (a late outcome of the same attempt, after the reconciler or an operator moved the
+ * record) for a known one only. These are the states the one condition `state IN (…)` accepted before
+ * the record was built locally (store.transition): a record that moved to one of them, same attempt
+ * and same owner, is committed again against what it is now, conditioned on attempt and owner as
+ * before. A write that fails in transit is retried with the same condition and verified by reading
+ * back (`outcome_by`). An outcome for a superseded attempt is stored as `late_outcome` and counted.
  *
  * ```
- *  owner ─ UpdateItem IF attempt=n ∧ lease_owner=me ∧ state∈S ─▶ ok: committed
+ *  owner ─ UpdateItem IF attempt=n ∧ lease_owner=me ∧ state=s ─▶ ok: committed
  *            │ transport error ──▶ retry same write (≤4) ──▶ condition failed?
  *            └ condition failed ─▶ read: outcome_by=me ∧ state=ours? committed (lost response)
+ *                                        attempt=n ∧ lease_owner=me, moved to s' a known outcome
+ *                                          replaces? the same write again, conditioned on s'
  *                                        attempt>n? late_outcome annotation
  * ```
  */
@@ -241,22 +260,26 @@ export async function recordOutcome(
   };
   if (outcome.result !== undefined) set.result = outcome.result;
   if (outcome.error !== undefined) set.error = outcome.error;
-  let remove: (keyof OperationRecord)[] = [];
   if (terminal) {
     Object.assign(set, terminalFields(record, now));
-    remove = [...UNRESOLVED_ATTRIBUTES];
-    if (outcome.state === 'succeeded' && outcome.error === undefined) remove.push('error');
   } else {
     const at = attentionFor(outcome.state, now, deps.config, { attempt: record.attempt });
     Object.assign(set, unresolvedFields(record, deps.config, at));
   }
-  const expect: Expectation = {
-    states: known ? ['pending', 'uncertain', 'needs_reconciliation', 'failed_retryable'] : ['pending'],
-    attempt: record.attempt,
-    leaseOwner: lease.owner,
+  /** What the commit removes from the record it is conditioned on. */
+  const removeFrom = (base: OperationRecord): (keyof OperationRecord)[] => {
+    if (!terminal) return [];
+    const remove: (keyof OperationRecord)[] = [...UNRESOLVED_ATTRIBUTES];
+    // A success leaves no error behind (an uncertain attempt's code would otherwise linger); the base
+    // is exact in `error`, which only a change of state writes.
+    if (outcome.state === 'succeeded' && outcome.error === undefined && base.error !== undefined)
+      remove.push('error');
+    return remove;
   };
-  const transition: TransitionName[] = known ? ['record_outcome', 'record_late_outcome'] : ['record_outcome'];
 
+  // The record as the owner last read it: the one it claimed or reserved, then what a failed
+  // condition returned.
+  let base = record;
   let lastError: unknown;
   for (let i = 0; i < COMMIT_TRIES; i++) {
     let result: WriteResult;
@@ -264,9 +287,15 @@ export async function recordOutcome(
       result = await write(
         deps,
         req,
-        record,
+        base,
         tool,
-        { transition, expect, to: outcome.state, set, remove },
+        {
+          transition: base.state === 'pending' ? 'record_outcome' : 'record_late_outcome',
+          expect: { states: [base.state], attempt: record.attempt, leaseOwner: lease.owner },
+          to: outcome.state,
+          set,
+          remove: removeFrom(base),
+        },
         { code: outcome.outcomeCode, durationMs: outcome.durationMs },
       );
     } catch (error) {
@@ -287,19 +316,30 @@ export async function recordOutcome(
       current.state === outcome.state
     ) {
       // Our earlier write landed and its response was lost: log and count the transition it made.
-      logLine(deps, req, current, record.state, outcome.state, tool, {
+      logLine(deps, req, current, base.state, outcome.state, tool, {
         code: outcome.outcomeCode,
         durationMs: outcome.durationMs,
       });
       if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
       return current;
     }
+    if (
+      known &&
+      current.attempt === record.attempt &&
+      current.lease_owner === lease.owner &&
+      current.state !== base.state &&
+      LATE_OUTCOME_STATES.includes(current.state)
+    ) {
+      // The reconciler or an operator moved the record first; this attempt's known outcome still wins.
+      base = current;
+      continue;
+    }
     if (current.attempt > record.attempt) {
       await recordLateOutcome(deps, req, record, current, tool, outcome);
     }
     return current;
   }
-  throw lastError;
+  throw lastError ?? new LedgerUnavailableError('the record kept changing while the outcome was committed');
 }
 
 const LATE_OUTCOME_TRIES = 3;
@@ -338,14 +378,16 @@ async function recordLateOutcome(
   }
   deps.metrics.count(LEDGER_METRICS.lateOutcomes, tool.name);
   const at = annotated ?? record;
-  deps.log({
-    ...lineBase(at, tool, req),
-    attempt_number: record.attempt,
-    state_before: at.state,
-    state_after: at.state,
-    outcome_code: `${annotated ? 'late_outcome' : 'late_outcome_unrecorded'}:${outcome.state}`,
-    duration_ms: outcome.durationMs,
-  });
+  deps.log(
+    line(at, tool, req, {
+      attempt: record.attempt,
+      before: at.state,
+      after: at.state,
+      replayed: false,
+      code: `${annotated ? 'late_outcome' : 'late_outcome_unrecorded'}:${outcome.state}`,
+      durationMs: outcome.durationMs,
+    }),
+  );
 }
 
 /** `pending → uncertain` by the reconciler once the lease has expired. The lease owner is kept, so a late commit of the same attempt still lands. */
@@ -533,9 +575,16 @@ export const RESOLUTION_TARGETS: Readonly<Record<Resolution['outcome'], Operatio
   failed: 'failed_terminal',
 };
 
+/** The states an operator resolves. */
+const RESOLVABLE_STATES: readonly OperationState[] = ['uncertain', 'needs_reconciliation'];
+
 /**
  * `uncertain | needs_reconciliation → succeeded | failed_retryable | failed_terminal` (`resolve`): an
- * operator's verdict, at the attempt they checked, with `resolved_by`.
+ * operator's verdict, at the attempt they checked, with `resolved_by`. Conditioned on the state the
+ * record was read in, its attempt and its reservation; if the reconciler gave up on it in between
+ * (`uncertain → needs_reconciliation`, same attempt, same reservation), the verdict is written again
+ * against what it is now, under the same conditions: the states one `state IN (…)` condition accepted
+ * before the record was built locally (store.transition).
  */
 export async function resolveByOperator(
   deps: LedgerDeps,
@@ -548,13 +597,26 @@ export async function resolveByOperator(
   if (resolution.result !== undefined) set.result = resolution.result;
   if (resolution.outcome === 'failed')
     set.error = { code: 'resolved_failed', message: 'an operator resolved the operation as failed' };
-  return changeState(deps, req, record, tool, {
-    transition: 'resolve',
-    expect: { states: ['uncertain', 'needs_reconciliation'], attempt: resolution.attempt },
-    to: RESOLUTION_TARGETS[resolution.outcome],
-    code: `resolved_${resolution.outcome}`,
-    set,
-  });
+  const resolve = (base: OperationRecord) =>
+    changeState(deps, req, base, tool, {
+      transition: 'resolve',
+      expect: { states: [base.state], attempt: resolution.attempt },
+      to: RESOLUTION_TARGETS[resolution.outcome],
+      code: `resolved_${resolution.outcome}`,
+      set,
+    });
+  const result = await resolve(record);
+  const moved = result.ok ? undefined : result.current;
+  if (
+    moved &&
+    moved.state !== record.state &&
+    RESOLVABLE_STATES.includes(moved.state) &&
+    moved.attempt === resolution.attempt &&
+    moved.reservation_id === record.reservation_id
+  ) {
+    return resolve(moved);
+  }
+  return result;
 }
 
 /** A decision's write: the transition, what it expects, the new state, its outcome code and fields. */
@@ -669,20 +731,17 @@ async function postpone(
   extra: Partial<OperationRecord> = {},
   expect: Partial<Expectation> = {},
 ): Promise<WriteResult> {
-  return deps.store.transition(
-    { pk: record.pk, sk: record.sk },
-    {
-      transition: 'defer_attention',
-      expect: {
-        states: [record.state],
-        attempt: record.attempt,
-        reservationId: record.reservation_id,
-        ...(record.attention_at === undefined ? {} : { attentionAt: record.attention_at }),
-        ...expect,
-      },
-      set: { attention_at: nextAt, updated_at: iso(req.now), ...extra },
+  return deps.store.transition(record, {
+    transition: 'defer_attention',
+    expect: {
+      states: [record.state],
+      attempt: record.attempt,
+      reservationId: record.reservation_id,
+      ...(record.attention_at === undefined ? {} : { attentionAt: record.attention_at }),
+      ...expect,
     },
-  );
+    set: { attention_at: nextAt, updated_at: iso(req.now), ...extra },
+  });
 }
 
 async function write(
@@ -693,22 +752,19 @@ async function write(
   w: TransitionWrite,
   extra: { code?: string; durationMs?: number } = {},
 ): Promise<WriteResult> {
-  const by = w.set.lease_owner ?? w.set.resolved_by ?? w.set.approval?.by ?? deps.workerId;
-  const history =
-    w.to === undefined
-      ? undefined
-      : {
-          at: iso(req.now),
-          from: record.state,
-          to: w.to,
-          attempt: w.set.attempt ?? record.attempt,
-          by,
-          ...(extra.code === undefined ? {} : { code: extra.code }),
-        };
-  const result = await deps.store.transition(
-    { pk: record.pk, sk: record.sk },
-    history ? { ...w, history } : w,
-  );
+  if (w.to !== undefined) {
+    // `w` is each caller's own literal: the history entry goes on it instead of on a copy.
+    const history: HistoryEntry = {
+      at: iso(req.now),
+      from: record.state,
+      to: w.to,
+      attempt: w.set.attempt ?? record.attempt,
+      by: w.set.lease_owner ?? w.set.resolved_by ?? w.set.approval?.by ?? deps.workerId,
+    };
+    if (extra.code !== undefined) history.code = extra.code;
+    w.history = history;
+  }
+  const result = await deps.store.transition(record, w);
   if (result.ok && w.to !== undefined) {
     logLine(deps, req, result.record, record.state, w.to, tool, {
       // A write that sets its outcome code names it on its line too (attempts_exhausted).
@@ -719,15 +775,33 @@ async function write(
   return result;
 }
 
-function lineBase(record: OperationRecord, tool: AnyTool | undefined, req: RequestContext) {
+/** One transition line, built in one literal in the order of the contract's fields. */
+function line(
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  req: RequestContext,
+  fields: {
+    attempt: number;
+    before: OperationState | null;
+    after: OperationState;
+    replayed: boolean;
+    code: string | null;
+    durationMs: number;
+  },
+): TransitionLogLine {
   return {
     event_time: new Date().toISOString(),
     agent_run_id: record.agent_run_id ?? null,
     operation_id: record.operation_id,
     tool_name: record.tool,
     arguments_digest: record.arguments_digest,
-    replayed: false,
+    attempt_number: fields.attempt,
+    state_before: fields.before,
+    state_after: fields.after,
+    replayed: fields.replayed,
     target_class: targetClass(tool, record.tool),
+    outcome_code: fields.code,
+    duration_ms: fields.durationMs,
     request_id: req.requestId,
   };
 }
@@ -741,14 +815,16 @@ function logLine(
   tool: AnyTool | undefined,
   extra: { code: string | null; durationMs?: number | undefined },
 ): void {
-  deps.log({
-    ...lineBase(record, tool, req),
-    attempt_number: record.attempt,
-    state_before: before,
-    state_after: after,
-    outcome_code: extra.code,
-    duration_ms: extra.durationMs ?? Math.max(0, deps.clock() - req.now),
-  });
+  deps.log(
+    line(record, tool, req, {
+      attempt: record.attempt,
+      before,
+      after,
+      replayed: false,
+      code: extra.code,
+      durationMs: extra.durationMs ?? Math.max(0, deps.clock() - req.now),
+    }),
+  );
 }
 
 /**
@@ -763,15 +839,16 @@ export function logObservation(
   code: string,
   replayed: boolean,
 ): void {
-  deps.log({
-    ...lineBase(record, tool, req),
-    replayed,
-    attempt_number: record.attempt,
-    state_before: record.state,
-    state_after: record.state,
-    outcome_code: code,
-    duration_ms: Math.max(0, deps.clock() - req.now),
-  });
+  deps.log(
+    line(record, tool, req, {
+      attempt: record.attempt,
+      before: record.state,
+      after: record.state,
+      replayed,
+      code,
+      durationMs: Math.max(0, deps.clock() - req.now),
+    }),
+  );
 }
 
 /** The coarse target label of a tool for logs. */

@@ -1,5 +1,6 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { ValidationError } from '../domain/errors';
+import { checkWithSchema } from '../domain/schema-check';
 
 /** Printable ASCII without space, as operation IDs (the contract, §1): safe in logs and headers. */
 const LABEL = /^[\x21-\x7e]{1,255}$/;
@@ -13,7 +14,7 @@ const jsonObject = z.custom<Record<string, unknown>>(
 export const SubmitBody = z.strictObject({
   tool: z.string(),
   arguments: jsonObject,
-  agent_run_id: z.string().regex(LABEL, 'expected 1 to 255 printable ASCII characters').optional(),
+  agent_run_id: z.optional(z.string().check(z.regex(LABEL, 'expected 1 to 255 printable ASCII characters'))),
 });
 
 /** `POST /v1/operations/{id}/approval`. */
@@ -28,8 +29,8 @@ export const ApprovalBody = z.strictObject({
  */
 export const ResolutionBody = z.strictObject({
   outcome: z.enum(['applied', 'not_applied', 'failed']),
-  result: z.unknown().optional(),
-  attempt: z.number().int().nonnegative(),
+  result: z.optional(z.unknown()),
+  attempt: z.number().check(z.int(), z.nonnegative()),
 });
 
 /**
@@ -48,11 +49,11 @@ export const ReconciliationBody = z.strictObject({});
  * const body = parseBody(SubmitBody, request.jsonBody()); // { tool, arguments, agent_run_id? }
  * ```
  */
-export function parseBody<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+export function parseBody<S extends z.ZodMiniType>(schema: S, value: unknown): z.output<S> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ValidationError('the body must be a JSON object', [{ path: '$', message: 'expected object' }]);
   }
-  const parsed = schema.safeParse(value);
+  const parsed = checkWithSchema(schema, value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.slice(0, 20).flatMap((issue) => {
     const path = ['$', ...issue.path.map((p) => safeKey(String(p)))].join('.');

@@ -15,7 +15,6 @@ import { reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { submitOperation } from '../engine/submit-operation';
 import type { SubmitResult } from '../engine/submit-result';
-import { handleMcp } from '../mcp/mcp-route';
 import { logger } from '../observability/logger';
 import type { ToolDescription } from '../tools/registry';
 import { ApprovalBody, parseBody, ReconciliationBody, ResolutionBody, SubmitBody } from './bodies';
@@ -50,7 +49,7 @@ const HANDLERS: Readonly<Record<RouteId, (ctx: RouteContext) => Promise<ApiRespo
   resolve,
   reconcile: reconcileNow,
   tools,
-  mcp: handleMcp,
+  mcp,
 };
 
 /** The HTTP API (the contract, §5): every route of the contract with its handler, in the contract's order. */
@@ -61,6 +60,20 @@ export const ROUTES: readonly Route[] = LEDGER_ROUTES.map((route) => ({
   roles: route.roles,
   handle: HANDLERS[route.id],
 }));
+
+/** The MCP front door's module, once loaded. */
+let mcpRoute: Promise<typeof import('../mcp/mcp-route')> | undefined;
+
+/**
+ * `POST /mcp`: the MCP front door. The MCP SDK's server is loaded by the first call to this route, so
+ * that the API's other routes (and its cold start) never pay for it.
+ */
+async function mcp(context: RouteContext): Promise<ApiResponse> {
+  // Kept once loaded: an `import()` is resolved again at every call where modules are not bundled.
+  mcpRoute ??= import('../mcp/mcp-route');
+  const { handleMcp } = await mcpRoute;
+  return handleMcp(context);
+}
 
 /** `POST /v1/operations`: run (or replay, or report) one tool call. */
 async function submit({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {

@@ -1,20 +1,17 @@
 import {
+  type AttributeValue,
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   type DynamoDBServiceException,
-  ScanCommand,
-  type ScanCommandOutput,
-} from '@aws-sdk/client-dynamodb';
-import {
-  BatchGetCommand,
-  DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
+  GetItemCommand,
+  PutItemCommand,
   QueryCommand,
   type QueryCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+  ScanCommand,
+  type ScanCommandOutput,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { unresolvedPartitions } from '../contract/index-shards';
 import { LEDGER_TABLE } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
@@ -33,6 +30,7 @@ import {
 } from '../engine/operation-store';
 import { decodeCursor, encodeCursor } from './cursor';
 import { PowertoolsReadCache } from './read-cache';
+import { fromAttributes, fromItem, toAttributes, toItem } from './record-item';
 import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
 import { transitionUpdate } from './transition-update';
 
@@ -67,23 +65,21 @@ export class LedgerStore implements OperationStore {
   readonly client: DynamoDBClient;
   /** Read-tool results, in items of their own in the same table (ledger/read-cache.ts). */
   readonly readCache: PowertoolsReadCache;
-  private readonly doc: DynamoDBDocumentClient;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
     this.readCache = new PowertoolsReadCache(options.client, options.tableName);
-    this.doc = DynamoDBDocumentClient.from(options.client, {
-      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-    });
   }
 
   /** Reads one record with a strongly consistent read. */
   async get(key: ItemKey): Promise<OperationRecord | undefined> {
     const out = await call(() =>
-      this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
+      this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: toAttributes(key), ConsistentRead: true }),
+      ),
     );
-    return out.Item as OperationRecord | undefined;
+    return out.Item ? fromItem(out.Item) : undefined;
   }
 
   /**
@@ -108,12 +104,12 @@ export class LedgerStore implements OperationStore {
     assertTransition(transition, [null], item.state);
     try {
       await call(() =>
-        this.doc.send(
-          new PutCommand({
+        this.client.send(
+          new PutItemCommand({
             TableName: this.tableName,
-            Item: item,
+            Item: toItem(item),
             ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
-            ExpressionAttributeValues: { ':now': nowSeconds },
+            ExpressionAttributeValues: { ':now': { N: String(nowSeconds) } },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
@@ -121,39 +117,55 @@ export class LedgerStore implements OperationStore {
       return { created: true };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const old = error.Item
-        ? (unmarshall(error.Item) as OperationRecord)
-        : await this.get({ pk: item.pk, sk: item.sk });
+      const old = error.Item ? fromItem(error.Item) : await this.get({ pk: item.pk, sk: item.sk });
       return { created: false, existing: old };
     }
   }
 
   /**
-   * One conditional UpdateItem that performs a named transition. The condition names the expected
-   * state(s) and, where given, attempt, lease owner and digest. On a failed condition the current
-   * record is read and returned: a write never overwrites what it did not expect.
+   * One conditional UpdateItem that performs a named transition on `record`, the record as its caller
+   * read it (the update and its condition: ledger/transition-update.ts). The condition names the state
+   * it was read in (exactly that one) and, where given, attempt, lease owner, digest, reservation and
+   * attention time. On a failed condition the current record is read and returned: a write never
+   * overwrites what it did not expect.
+   *
+   * On success the new record is `record` with the write applied, built locally rather than asked
+   * back (no `ALL_NEW`: a smaller answer for DynamoDB to build and for the SDK to parse). It is exact in
+   * every attribute a transition governs: the record is still in the state it was read in, and at one
+   * attempt no state comes back, so no transition happened in between; every transition sets or
+   * removes the attention and index attributes itself. What another writer may have changed meanwhile
+   * without a transition is a `late_outcome` annotation (also missing from a terminal record cached
+   * before it landed), or the reconciler's `attention_at`, `requeue_count` and `reconcile_checks`
+   * bookkeeping, which no caller reads from a write's result; a later write conditioned on a stale value
+   * fails its condition and reads the record afresh, it never overwrites.
+   *
+   * ```
+   *  UpdateItem(SET …, REMOVE …) IF state = s ∧ attempt = n ∧ …
+   *    ok ─────────────▶ record ⊕ write (no read-back)
+   *    condition failed ▶ current item (from the error, or GetItem) ▶ caller decides
+   * ```
    */
-  async transition(key: ItemKey, write: TransitionWrite): Promise<WriteResult> {
-    const { update, condition, names, values } = transitionUpdate(write);
+  async transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult> {
+    const { update, condition, names, values, next } = transitionUpdate(record, write);
+    const key = { pk: record.pk, sk: record.sk };
     try {
-      const out = await call(() =>
-        this.doc.send(
-          new UpdateCommand({
+      await call(() =>
+        this.client.send(
+          new UpdateItemCommand({
             TableName: this.tableName,
-            Key: key,
+            Key: toAttributes(key),
             UpdateExpression: update,
             ConditionExpression: condition,
             ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-            ReturnValues: 'ALL_NEW',
+            ExpressionAttributeValues: toAttributes(values),
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
-      return { ok: true, record: out.Attributes as OperationRecord };
+      return { ok: true, record: next };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get(key);
+      const current = error.Item ? fromItem(error.Item) : await this.get(key);
       return { ok: false, current };
     }
   }
@@ -171,28 +183,29 @@ export class LedgerStore implements OperationStore {
   ): Promise<WriteResult> {
     try {
       const out = await call(() =>
-        this.doc.send(
-          new UpdateCommand({
+        this.client.send(
+          new UpdateItemCommand({
             TableName: this.tableName,
-            Key: key,
+            Key: toAttributes(key),
             UpdateExpression: 'SET late_outcome = :lo',
             ConditionExpression: `attribute_exists(${LEDGER_TABLE.partitionKey.name}) AND #state = :state AND reservation_id = :rid AND attempt > :n`,
             ExpressionAttributeNames: { '#state': 'state' },
-            ExpressionAttributeValues: {
+            ExpressionAttributeValues: toAttributes({
               ':lo': lateOutcome,
               ':state': expect.state,
               ':rid': expect.reservationId,
               ':n': expect.supersededAttempt,
-            },
+            }),
+            // A rare path: the record as written comes back rather than being built here.
             ReturnValues: 'ALL_NEW',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
-      return { ok: true, record: out.Attributes as OperationRecord };
+      return { ok: true, record: fromItem(out.Attributes ?? {}) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item ? (unmarshall(error.Item) as OperationRecord) : await this.get(key);
+      const current = error.Item ? fromItem(error.Item) : await this.get(key);
       return { ok: false, current };
     }
   }
@@ -204,25 +217,21 @@ export class LedgerStore implements OperationStore {
    * left the reconciler's view (or is no longer due) in between is dropped.
    */
   async queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page> {
-    const out = await call(() =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: ATTENTION.name,
-          KeyConditionExpression: `${ATTENTION.partitionKey.name} = :shard AND ${ATTENTION.sortKey.name} <= :due`,
-          ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
-          Limit: limit,
-          ExclusiveStartKey: decodeCursor(cursor, {
-            partition: { attribute: ATTENTION.partitionKey.name, value: shard },
-            sortAttribute: ATTENTION.sortKey.name,
-          }),
-        }),
-      ),
-    );
-    const items = (await this.fetchItems(out.Items ?? [])).filter(
+    const out = await this.query({
+      TableName: this.tableName,
+      IndexName: ATTENTION.name,
+      KeyConditionExpression: `${ATTENTION.partitionKey.name} = :shard AND ${ATTENTION.sortKey.name} <= :due`,
+      ExpressionAttributeValues: { ':shard': shard, ':due': dueBy },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor, {
+        partition: { attribute: ATTENTION.partitionKey.name, value: shard },
+        sortAttribute: ATTENTION.sortKey.name,
+      }),
+    });
+    const items = (await this.fetchItems(out.items)).filter(
       (r) => r.attention_shard === shard && r.attention_at !== undefined && r.attention_at <= dueBy,
     );
-    return { items, cursor: out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined };
+    return { items, cursor: out.lastKey ? encodeCursor(out.lastKey) : undefined };
   }
 
   /**
@@ -249,27 +258,23 @@ export class LedgerStore implements OperationStore {
       keyCursor = match[2] === '' ? undefined : match[2];
     }
     const partition = partitions[shard] as string;
-    const out = await call(() =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: UNRESOLVED.name,
-          KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
-          FilterExpression: `${ATTENTION.sortKey.name} <= :due`,
-          ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
-          Limit: limit,
-          ExclusiveStartKey: decodeCursor(keyCursor, {
-            partition: { attribute: UNRESOLVED.partitionKey.name, value: partition },
-            sortAttribute: UNRESOLVED.sortKey.name,
-            tenant,
-          }),
-        }),
-      ),
-    );
-    const items = (await this.fetchItems(out.Items ?? [])).filter(
+    const out = await this.query({
+      TableName: this.tableName,
+      IndexName: UNRESOLVED.name,
+      KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
+      FilterExpression: `${ATTENTION.sortKey.name} <= :due`,
+      ExpressionAttributeValues: { ':tenant': partition, ':due': dueBy },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(keyCursor, {
+        partition: { attribute: UNRESOLVED.partitionKey.name, value: partition },
+        sortAttribute: UNRESOLVED.sortKey.name,
+        tenant,
+      }),
+    });
+    const items = (await this.fetchItems(out.items)).filter(
       (r) => r.tenant === tenant && r.attention_at !== undefined && r.attention_at <= dueBy,
     );
-    const next = out.LastEvaluatedKey ? encodeCursor(out.LastEvaluatedKey) : undefined;
+    const next = out.lastKey ? encodeCursor(out.lastKey) : undefined;
     if (shards <= 1) return { items, cursor: next };
     if (next !== undefined) return { items, cursor: `${shard}.${next}` };
     return { items, cursor: shard + 1 < partitions.length ? `${shard + 1}.` : undefined };
@@ -288,7 +293,7 @@ export class LedgerStore implements OperationStore {
     const shards = options.shards ?? 1;
     const partitions = unresolvedPartitions(tenant, shards);
     const queryShard = async (shard: number, from: Record<string, unknown> | undefined) => {
-      const input: QueryCommandInput = {
+      const input: PlainQuery = {
         TableName: this.tableName,
         IndexName: UNRESOLVED.name,
         KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
@@ -300,10 +305,10 @@ export class LedgerStore implements OperationStore {
       if (options.state !== undefined) {
         input.FilterExpression = '#state = :state';
         input.ExpressionAttributeNames = { '#state': 'state' };
-        (input.ExpressionAttributeValues as Record<string, unknown>)[':state'] = options.state;
+        input.ExpressionAttributeValues[':state'] = options.state;
       }
-      const out = await call(() => this.doc.send(new QueryCommand(input)));
-      return { entries: out.Items ?? [], lastKey: out.LastEvaluatedKey };
+      const out = await this.query(input);
+      return { entries: out.items, lastKey: out.lastKey };
     };
     let entries: Record<string, unknown>[];
     let cursor: string | undefined;
@@ -356,6 +361,28 @@ export class LedgerStore implements OperationStore {
     return counts;
   }
 
+  /** One Query, with plain values in and plain entries and key out. */
+  private async query(
+    input: PlainQuery,
+  ): Promise<{ items: Record<string, unknown>[]; lastKey: Record<string, unknown> | undefined }> {
+    const { ExpressionAttributeValues, ExclusiveStartKey, ...rest } = input;
+    const out = await call(() =>
+      this.client.send(
+        new QueryCommand({
+          ...rest,
+          ExpressionAttributeValues: toAttributes(ExpressionAttributeValues),
+          ...(ExclusiveStartKey === undefined ? {} : { ExclusiveStartKey: toAttributes(ExclusiveStartKey) }),
+        }),
+      ),
+    );
+    return {
+      items: (out.Items ?? []).map((item) => fromAttributes<Record<string, unknown>>(item)),
+      lastKey: out.LastEvaluatedKey
+        ? fromAttributes<Record<string, unknown>>(out.LastEvaluatedKey)
+        : undefined,
+    };
+  }
+
   /**
    * The whole items behind index entries, in the entries' order, with consistent BatchGetItem reads
    * (100 keys a request; unprocessed keys are asked again with backoff). An item gone in between is left out.
@@ -363,22 +390,25 @@ export class LedgerStore implements OperationStore {
   private async fetchItems(entries: readonly Record<string, unknown>[]): Promise<OperationRecord[]> {
     const found = new Map<string, OperationRecord>();
     for (let i = 0; i < entries.length; i += 100) {
-      let keys: Record<string, unknown>[] = entries.slice(i, i + 100).map((e) => ({ pk: e.pk, sk: e.sk }));
+      let keys: Record<string, AttributeValue>[] = entries
+        .slice(i, i + 100)
+        .map((e) => toAttributes({ pk: e.pk, sk: e.sk }));
       for (let round = 0; keys.length > 0; round++) {
         if (round >= 10) throw new LedgerUnavailableError('the ledger kept keys of a batch read unprocessed');
         // Unprocessed keys mean the table is throttling: back off before asking again.
         if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** round, 2_000)));
         const out = await call(() =>
-          this.doc.send(
-            new BatchGetCommand({
+          this.client.send(
+            new BatchGetItemCommand({
               RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
             }),
           ),
         );
-        for (const item of (out.Responses?.[this.tableName] ?? []) as OperationRecord[]) {
+        for (const raw of out.Responses?.[this.tableName] ?? []) {
+          const item = fromItem(raw);
           found.set(`${item.pk}\u0000${item.sk}`, item);
         }
-        keys = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, unknown>[];
+        keys = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
       }
     }
     return entries.flatMap((e) => {
@@ -387,6 +417,12 @@ export class LedgerStore implements OperationStore {
     });
   }
 }
+
+/** A Query whose values and start key are plain JavaScript values. */
+type PlainQuery = Omit<QueryCommandInput, 'ExpressionAttributeValues' | 'ExclusiveStartKey'> & {
+  ExpressionAttributeValues: Record<string, unknown>;
+  ExclusiveStartKey?: Record<string, unknown> | undefined;
+};
 
 /**
  * Runs one SDK call. Conditional failures pass through for the caller to handle; every other service

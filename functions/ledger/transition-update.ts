@@ -2,113 +2,139 @@ import { LEDGER_TABLE } from '../contract/table';
 import type { OperationRecord } from '../domain/operation';
 import { assertTransitions } from '../domain/states';
 import type { TransitionWrite } from '../engine/operation-store';
+import { historyText } from './record-item';
 
-/** One transition as DynamoDB's UpdateItem takes it. */
+/** One transition as DynamoDB's UpdateItem takes it, and the record it leaves when it lands. */
 export interface TransitionUpdate {
   /** `SET … [REMOVE …]`. */
   update: string;
-  /** The write's condition: the record exists and is what the transition expects. */
+  /** The write's condition: the record is in the state it was read in and is what the transition expects. */
   condition: string;
   names: Record<string, string>;
+  /** Plain values, marshalled by the store. */
   values: Record<string, unknown>;
+  /** `record` with the write applied: the record as it is once the write lands (see LedgerStore.transition). */
+  next: OperationRecord;
 }
 
 /**
- * Builds the UpdateItem of a named transition: the new state and fields (`SET`), the fields that go
- * (`REMOVE`), a history entry appended, and the condition that the record exists, is in one of the
- * expected states and, where given, at the expected attempt, lease owner, digest, lease expiry,
- * reconcile checks, attention time, reservation and approval deadline. Throws, before anything is sent, when the state
- * machine (functions/domain/states.ts) does not allow the move the write names.
+ * Builds the UpdateItem of a named transition on `record`, the record as its caller read it: the new
+ * state and fields (`SET`), the fields that go (`REMOVE`), a history entry appended (as its JSON text,
+ * functions/ledger/record-item.ts), and the condition that the record is in the state it was read in
+ * (exactly that one; a missing item fails it, since a missing attribute equals nothing) and, where
+ * given, at the expected attempt, lease owner, digest, lease expiry, reconcile checks, attention time,
+ * reservation and approval deadline. Throws, before anything is built, when the write does not expect the state the
+ * record was read in, or when the state machine (functions/domain/states.ts) does not allow the move
+ * the write names.
+ *
+ * Each attribute name gets one `#n…` however often it is used, and an equal string, number or boolean
+ * one `:v…` (a commit's outcome code and state, its lease owner and `outcome_by`, its two timestamps):
+ * a shorter request for the SDK to serialize and for DynamoDB to validate. Names always go through
+ * placeholders, so no attribute can clash with a reserved word.
  *
  * @example
  * ```ts
- * transitionUpdate({ transition: 'claim', expect: { states: ['queued'], attempt: 0 }, to: 'pending', set: { attempt: 1 } });
- * // { update: 'SET #s0 = :s0, #s1 = :s1', condition: 'attribute_exists(pk) AND #state IN (:from0) AND #attempt = :attempt', … }
+ * transitionUpdate(queuedRecord, { transition: 'claim', expect: { states: ['queued'], attempt: 0 }, to: 'pending', set: { attempt: 1 } });
+ * // { update: 'SET #n0 = :v0, #n1 = :v1', condition: '#n1 = :v2 AND #n0 = :v3', … }
  * ```
  */
-export function transitionUpdate(write: TransitionWrite): TransitionUpdate {
-  assertTransitions(write.transition, write.expect.states, write.to);
-  const names: Record<string, string> = { '#state': 'state' };
-  const values: Record<string, unknown> = {};
-  const sets: string[] = [];
-  const set: Partial<OperationRecord> = { ...write.set };
-  if (write.to !== undefined) set.state = write.to;
-  let n = 0;
-  for (const [attr, value] of Object.entries(set)) {
-    if (value === undefined) continue;
-    const nk = `#s${n}`;
-    const vk = `:s${n}`;
-    n++;
-    names[nk] = attr;
-    values[vk] = value;
-    sets.push(`${nk} = ${vk}`);
-  }
-  if (write.history) {
-    names['#history'] = 'history';
-    values[':h'] = [write.history];
-    values[':empty'] = [];
-    sets.push('#history = list_append(if_not_exists(#history, :empty), :h)');
-  }
-  const removes = (write.remove ?? []).map((attr, i) => {
-    names[`#r${i}`] = attr;
-    return `#r${i}`;
-  });
-
-  const conditions: string[] = [`attribute_exists(${LEDGER_TABLE.partitionKey.name})`];
-  const stateKeys = write.expect.states.map((s, i) => {
-    values[`:from${i}`] = s;
-    return `:from${i}`;
-  });
-  conditions.push(`#state IN (${stateKeys.join(', ')})`);
-  if (write.expect.attempt !== undefined) {
-    names['#attempt'] = 'attempt';
-    values[':attempt'] = write.expect.attempt;
-    conditions.push('#attempt = :attempt');
-  }
-  if (write.expect.leaseOwner !== undefined) {
-    names['#lease_owner'] = 'lease_owner';
-    values[':lease_owner'] = write.expect.leaseOwner;
-    conditions.push('#lease_owner = :lease_owner');
-  }
-  if (write.expect.digest !== undefined) {
-    names['#digest'] = 'arguments_digest';
-    values[':digest'] = write.expect.digest;
-    conditions.push('#digest = :digest');
-  }
-  if (write.expect.leaseExpiredBefore !== undefined) {
-    names['#lease_expires_at'] = 'lease_expires_at';
-    values[':lease_limit'] = write.expect.leaseExpiredBefore;
-    conditions.push('#lease_expires_at < :lease_limit');
-  }
-  if (write.expect.reconcileChecks !== undefined) {
-    names['#checks'] = 'reconcile_checks';
-    values[':checks'] = write.expect.reconcileChecks;
-    conditions.push(
-      write.expect.reconcileChecks === 0
-        ? '(attribute_not_exists(#checks) OR #checks = :checks)'
-        : '#checks = :checks',
+export function transitionUpdate(record: OperationRecord, write: TransitionWrite): TransitionUpdate {
+  const expect = write.expect;
+  if (expect.states.length !== 1 || expect.states[0] !== record.state) {
+    // The new record is built from the one read: the write must be conditioned on its state.
+    throw new Error(
+      `a transition must expect the state it read (${record.state}), not ${expect.states.join(', ')}`,
     );
   }
-
-  if (write.expect.attentionAt !== undefined) {
-    names['#attention_at'] = LEDGER_TABLE.indexes.attention.sortKey.name;
-    values[':attention_at'] = write.expect.attentionAt;
-    conditions.push('#attention_at = :attention_at');
+  assertTransitions(write.transition, expect.states, write.to);
+  const next = { ...record } as unknown as Record<string, unknown>;
+  const x = new Placeholders();
+  let update = '';
+  const assign = (attr: string, value: unknown) => {
+    update += `${update === '' ? 'SET ' : ', '}${x.name(attr)} = ${x.value(value)}`;
+    next[attr] = value;
+  };
+  for (const attr in write.set) {
+    const value = write.set[attr as keyof OperationRecord];
+    if (value !== undefined) assign(attr, value);
+  }
+  if (write.to !== undefined) assign('state', write.to);
+  if (write.history) {
+    const history = x.name('history');
+    update +=
+      `${update === '' ? 'SET ' : ', '}${history} = ` +
+      `list_append(if_not_exists(${history}, ${x.value([])}), ${x.value([historyText(write.history)])})`;
+    next.history = [...(record.history ?? []), write.history];
+  }
+  const remove = write.remove ?? [];
+  for (let i = 0; i < remove.length; i++) {
+    const attr = remove[i] as string;
+    update += `${i === 0 ? ' REMOVE ' : ', '}${x.name(attr)}`;
+    delete next[attr];
   }
 
-  if (write.expect.reservationId !== undefined) {
-    names['#reservation_id'] = 'reservation_id';
-    values[':reservation_id'] = write.expect.reservationId;
-    conditions.push('#reservation_id = :reservation_id');
+  let condition = `${x.name('state')} = ${x.value(record.state)}`;
+  const equal = (attr: string, value: unknown) => {
+    if (value !== undefined) condition += ` AND ${x.name(attr)} = ${x.value(value)}`;
+  };
+  equal('attempt', expect.attempt);
+  equal('lease_owner', expect.leaseOwner);
+  equal('arguments_digest', expect.digest);
+  if (expect.leaseExpiredBefore !== undefined) {
+    condition += ` AND ${x.name('lease_expires_at')} < ${x.value(expect.leaseExpiredBefore)}`;
+  }
+  if (expect.reconcileChecks !== undefined) {
+    const checks = x.name('reconcile_checks');
+    const value = x.value(expect.reconcileChecks);
+    condition +=
+      expect.reconcileChecks === 0
+        ? ` AND (attribute_not_exists(${checks}) OR ${checks} = ${value})`
+        : ` AND ${checks} = ${value}`;
+  }
+  equal(LEDGER_TABLE.indexes.attention.sortKey.name, expect.attentionAt);
+  equal('reservation_id', expect.reservationId);
+
+  if (expect.approvalDeadlineAfter !== undefined) {
+    condition += ` AND ${x.name('approval_deadline')} > ${x.value(expect.approvalDeadlineAfter)}`;
   }
 
-  if (write.expect.approvalDeadlineAfter !== undefined) {
-    names['#approval_deadline'] = 'approval_deadline';
-    values[':approval_now'] = write.expect.approvalDeadlineAfter;
-    conditions.push('#approval_deadline > :approval_now');
+  return {
+    update: update.trim(),
+    condition,
+    names: x.names,
+    values: x.values,
+    next: next as unknown as OperationRecord,
+  };
+}
+
+/** The placeholders of one request's expressions: one per attribute name, one per equal scalar value. */
+class Placeholders {
+  readonly names: Record<string, string> = {};
+  readonly values: Record<string, unknown> = {};
+  private readonly byName = new Map<string, string>();
+  private readonly byValue = new Map<unknown, string>();
+  private count = 0;
+
+  /** The placeholder of an attribute name. */
+  name(attr: string): string {
+    let ref = this.byName.get(attr);
+    if (ref === undefined) {
+      ref = `#n${this.byName.size}`;
+      this.byName.set(attr, ref);
+      this.names[ref] = attr;
+    }
+    return ref;
   }
 
-  let update = sets.length > 0 ? `SET ${sets.join(', ')}` : '';
-  if (removes.length > 0) update += ` REMOVE ${removes.join(', ')}`;
-  return { update: update.trim(), condition: conditions.join(' AND '), names, values };
+  /** The placeholder of a value; lists and maps always get their own. */
+  value(value: unknown): string {
+    const scalar = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+    let ref = scalar ? this.byValue.get(value) : undefined;
+    if (ref === undefined) {
+      ref = `:v${this.count++}`;
+      this.values[ref] = value;
+      if (scalar) this.byValue.set(value, ref);
+    }
+    return ref;
+  }
 }

@@ -86,25 +86,21 @@ function guardRequests(server: Server, guard: DataFolderGuard): void {
   const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    guard.check().then(
-      (problem) => {
-        if (problem === undefined) {
-          for (const handler of handlers) handler.call(server, req, res);
-          return;
-        }
-        req.resume();
-        const body = JSON.stringify({
-          __type: LEDGER_UNAVAILABLE_TYPE,
-          message: `the local ledger refuses requests: ${problem}`,
-        });
-        res.writeHead(400, {
-          'content-type': 'application/x-amz-json-1.0',
-          'content-length': Buffer.byteLength(body),
-          'x-amzn-requestid': crypto.randomUUID(),
-        });
-        res.end(body);
-      },
-      () => res.destroy(),
-    );
+    const problem = guard.check();
+    if (problem === undefined) {
+      for (const handler of handlers) handler.call(server, req, res);
+      return;
+    }
+    req.resume();
+    const body = JSON.stringify({
+      __type: LEDGER_UNAVAILABLE_TYPE,
+      message: `the local ledger refuses requests: ${problem}`,
+    });
+    res.writeHead(400, {
+      'content-type': 'application/x-amz-json-1.0',
+      'content-length': Buffer.byteLength(body),
+      'x-amzn-requestid': crypto.randomUUID(),
+    });
+    res.end(body);
   });
 }

@@ -15,8 +15,9 @@ import { invoke, type LocalFunction } from './lambda-context';
  * report in `batchItemFailures`, and leave the failed ones alone so that SQS makes them visible again
  * after the visibility timeout (and moves them to the DLQ after `maxReceiveCount` receives).
  *
- * One loop is one concurrent executor: batches run one after another, the records of a batch in
- * parallel, like a function with reserved concurrency 1.
+ * One loop is one concurrent executor: its batches run one after another, the records of a batch in
+ * parallel. Local mode runs `TOOL_LEDGER_EXECUTOR_CONCURRENCY` loops, like a function with that
+ * reserved concurrency.
  */
 
 /** The executor handler's signature (functions/handlers/executor.ts). */

@@ -60,6 +60,11 @@ export interface LocalSettings {
   webhookAllow: string;
   /** Reconciler interval, ms. */
   reconcileEveryMs: number;
+  /**
+   * Executor invocations at once: one polling loop each, every one taking batches of up to 10 (the
+   * construct's default reserved concurrency for the executor).
+   */
+  executorConcurrency: number;
   /** Port of dynalite on 127.0.0.1; 0 picks a free one. */
   dynamoPort: number;
   /** Port of fauxqs on 127.0.0.1; 0 picks a free one. */
@@ -85,6 +90,9 @@ export class LocalSettingsError extends Error {
 const ENGINE_INTEGERS: readonly Setting[] = settingsReadBy('executor').filter(
   (setting) => setting.kind === 'integer',
 );
+
+/** Most executor loops local mode runs: each holds a long poll open on the local queue. */
+const MAX_EXECUTOR_CONCURRENCY = 100;
 
 /** The roles a token may carry. */
 const ROLE_NAMES: ReadonlySet<string> = new Set(ROLES);
@@ -132,6 +140,13 @@ export function loadLocalSettings(
   if (reconcileEveryMs < every.min) {
     throw new LocalSettingsError(`${every.name}=${reconcileEveryMs}: must be at least ${every.min}`);
   }
+  const loops = SETTINGS.executorConcurrency;
+  const executorConcurrency = integer(env, loops.name, loops.default);
+  if (executorConcurrency < loops.min || executorConcurrency > MAX_EXECUTOR_CONCURRENCY) {
+    throw new LocalSettingsError(
+      `${loops.name}=${executorConcurrency}: must be from ${loops.min} to ${MAX_EXECUTOR_CONCURRENCY}`,
+    );
+  }
   // The handlers read the same variables at their cold start: whatever they would refuse, refuse now.
   try {
     loadConfig(env);
@@ -150,6 +165,7 @@ export function loadLocalSettings(
     tenants: [...new Set(tokens.map((t) => t.tenant))],
     webhookAllow,
     reconcileEveryMs,
+    executorConcurrency,
     dynamoPort: port(env, SETTINGS.dynamoPort.name, SETTINGS.dynamoPort.default),
     sqsPort: port(env, SETTINGS.sqsPort.name, SETTINGS.sqsPort.default),
     tableName: nonEmpty(env[SETTINGS.tableName.name]) ?? SETTINGS.tableName.default,

@@ -168,19 +168,25 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     started.push({ stop: () => http.close(0) });
     // Before the loops run the handlers: a tools module that cannot build its list is a refusal to start.
     const tools = buildStartTools(process.env, toolsModule);
-    const executorLoop = new ExecutorLoop({
-      client: sqs.client,
-      queueUrl: queues.queueUrl,
-      queueArn: queues.queueArn,
-      handler: executor.handler,
-      fn: EXECUTOR_FUNCTION,
-    });
+    // One loop per concurrent executor invocation, as the event source keeps that many running: a
+    // slow tool holds up its own batch, not every queued call.
+    const executorLoops = Array.from(
+      { length: settings.executorConcurrency },
+      () =>
+        new ExecutorLoop({
+          client: sqs.client,
+          queueUrl: queues.queueUrl,
+          queueArn: queues.queueArn,
+          handler: executor.handler,
+          fn: EXECUTOR_FUNCTION,
+        }),
+    );
     const reconcilerLoop = new ReconcilerLoop(
       reconciler.handler,
       reconcilerFunction(settings.reconcileEveryMs),
       settings.reconcileEveryMs,
     );
-    executorLoop.start();
+    for (const loop of executorLoops) loop.start();
     reconcilerLoop.start();
     return {
       apiUrl: `http://127.0.0.1:${port}`,
@@ -195,7 +201,7 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
         // still up); the emulators go last.
         const results = await Promise.all([
           http.close(graceMs),
-          executorLoop.stop(graceMs),
+          ...executorLoops.map((loop) => loop.stop(graceMs)),
           reconcilerLoop.stop(graceMs),
         ]);
         await sqs.stop();

@@ -4,8 +4,6 @@ import type { AnyTool } from '../domain/tool';
 import type { LedgerDeps } from '../engine/ledger-deps';
 import { logger } from '../observability/logger';
 import { ToolRegistry } from '../tools/registry';
-import { listUpstreamTools } from './upstream-client';
-import { upstreamTool } from './upstream-tool';
 import { type McpUpstream, parseUpstreams } from './upstreams';
 
 /** How long listing one upstream may take at a cold start or a refresh, ms. */
@@ -58,6 +56,12 @@ export class UpstreamGateway {
   }
 
   private async list(due: readonly McpUpstream[]): Promise<ToolRegistry> {
+    // The MCP SDK's client and Ajv are loaded with the first listing: a deployment without upstreams,
+    // and every handler's cold start, never pays for them.
+    const [{ listUpstreamTools }, { upstreamTool }] = await Promise.all([
+      import('./upstream-client'),
+      import('./upstream-tool'),
+    ]);
     await Promise.all(
       due.map(async (upstream) => {
         try {

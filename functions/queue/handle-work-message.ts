@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { errorClass, LedgerError, LedgerUnavailableError } from '../domain/errors';
 import { parseIJson } from '../domain/i-json';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
@@ -9,19 +9,14 @@ import type { SenderBinding } from './sender-binding';
 /** Largest message body accepted (SQS allows 256 KiB). */
 const MAX_MESSAGE_BYTES = 256 * 1024;
 
-const messageSchema = z
-  .object({
-    operation_id: z.string(),
-    tenant: z.string().min(1),
-    tool: z.string(),
-    arguments: z.record(z.string(), z.unknown()),
-    agent_run_id: z
-      .string()
-      .regex(/^[\x21-\x7e]{1,255}$/)
-      .optional(),
-    not_after: z.iso.datetime({ offset: true }).optional(),
-  })
-  .strict();
+const messageSchema = z.strictObject({
+  operation_id: z.string(),
+  tenant: z.string().check(z.minLength(1)),
+  tool: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+  agent_run_id: z.optional(z.string().check(z.regex(/^[\x21-\x7e]{1,255}$/))),
+  not_after: z.optional(z.iso.datetime({ offset: true })),
+});
 
 /** The tenants a work queue may carry (the contract, §6). */
 export type QueueBinding = ReadonlySet<string>;

@@ -1,10 +1,24 @@
 import { createHash } from 'node:crypto';
-import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { WorkMessage, WorkQueue } from '../engine/work-queue';
+
+/**
+ * The SQS client's module, loaded at the first send and kept: an `import()` is resolved again at every
+ * call where modules are not bundled (local mode runs on tsx, where that costs close to a millisecond).
+ */
+let sqsModule: Promise<typeof import('@aws-sdk/client-sqs')> | undefined;
+function loadSqs(): Promise<typeof import('@aws-sdk/client-sqs')> {
+  sqsModule ??= import('@aws-sdk/client-sqs');
+  return sqsModule;
+}
 
 /**
  * The work queue on SQS. For a FIFO queue the group and deduplication IDs derive from the tenant and
  * operation ID, so SQS itself drops duplicate sends within its five-minute window.
+ *
+ * The SQS client may be given as a function that builds it: the handlers do so, because most
+ * invocations never touch the queue (an executor sends only to retry a message sooner), and loading
+ * the SQS client was a large part of every cold start. It is then built at the first send, once.
  *
  * @example
  * ```ts
@@ -13,15 +27,18 @@ import type { WorkMessage, WorkQueue } from '../engine/work-queue';
  * ```
  */
 export class SqsWorkQueue implements WorkQueue {
+  private client: Promise<SQSClient> | undefined;
+
   constructor(
-    private readonly client: SQSClient,
+    private readonly source: SQSClient | (() => Promise<SQSClient>),
     private readonly queueUrl: string,
   ) {}
 
   async enqueue(message: WorkMessage): Promise<void> {
     const fifo = this.queueUrl.endsWith('.fifo');
     const id = createHash('sha256').update(`${message.tenant}\u0000${message.operation_id}`).digest('hex');
-    await this.client.send(
+    const [client, { SendMessageCommand }] = await Promise.all([this.sqs(), loadSqs()]);
+    await client.send(
       new SendMessageCommand({
         QueueUrl: this.queueUrl,
         MessageBody: JSON.stringify(message),
@@ -31,12 +48,25 @@ export class SqsWorkQueue implements WorkQueue {
   }
 
   async retryAfter(receiptHandle: string, seconds: number): Promise<void> {
-    await this.client.send(
+    const [client, { ChangeMessageVisibilityCommand }] = await Promise.all([this.sqs(), loadSqs()]);
+    await client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: this.queueUrl,
         ReceiptHandle: receiptHandle,
         VisibilityTimeout: seconds,
       }),
     );
+  }
+
+  private sqs(): Promise<SQSClient> {
+    if (this.client === undefined) {
+      const source = this.source;
+      this.client = typeof source === 'function' ? source() : Promise.resolve(source);
+      // A client that could not be built is built again at the next send.
+      this.client.catch(() => {
+        this.client = undefined;
+      });
+    }
+    return this.client;
   }
 }

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import { toJSONSchema } from 'zod/v4/core';
 import { UnknownToolError } from '../domain/errors';
 import { type AnyTool, TOOL_NAME_PATTERN } from '../domain/tool';
 
@@ -86,7 +86,7 @@ export class ToolRegistry {
       requires_approval: tool.requiresApproval ?? false,
       timeout_ms: tool.timeoutMs ?? 10_000,
       max_attempts: tool.maxAttempts ?? 3,
-      input_schema: z.toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }),
+      input_schema: toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }),
     }));
   }
 }

@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { LookupFunction, Socket } from 'node:net';
 import { isIP } from 'node:net';
 import canonicalize from 'canonicalize';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { parseIJson } from '../domain/i-json';
 import { defineTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { type AllowedOrigin, OriginPolicy } from './origin-policy';
@@ -91,20 +91,23 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 function headersSchema() {
-  return z
-    .record(
-      z
-        .string()
-        .regex(/^[xX]-[a-zA-Z0-9-]+$/, 'header names must match x-[a-z0-9-]+')
-        .max(64)
-        .describe('x- header name (case-insensitive)'),
-      z
-        .string()
-        .max(1024)
-        .regex(/^[\x20-\x7e]*$/, 'header values must be printable ASCII'),
-    )
-    .describe(`Extra request headers, at most ${MAX_CALLER_HEADERS}, names matching x-[a-z0-9-]+.`)
-    .transform((headers, ctx) => {
+  const names = z
+    .string()
+    .check(
+      z.regex(/^[xX]-[a-zA-Z0-9-]+$/, 'header names must match x-[a-z0-9-]+'),
+      z.maxLength(64),
+      z.describe('x- header name (case-insensitive)'),
+    );
+  const values = z
+    .string()
+    .check(z.maxLength(1024), z.regex(/^[\x20-\x7e]*$/, 'header values must be printable ASCII'));
+  return z.pipe(
+    z
+      .record(names, values)
+      .check(
+        z.describe(`Extra request headers, at most ${MAX_CALLER_HEADERS}, names matching x-[a-z0-9-]+.`),
+      ),
+    z.transform((headers: Record<string, string>, ctx) => {
       const names = Object.keys(headers);
       if (names.length > MAX_CALLER_HEADERS) {
         ctx.issues.push({ code: 'custom', message: `at most ${MAX_CALLER_HEADERS} headers`, input: headers });
@@ -133,7 +136,8 @@ function headersSchema() {
         }
       }
       return ctx.issues.length > 0 ? z.NEVER : normalized;
-    });
+    }),
+  );
 }
 
 /**
@@ -142,30 +146,35 @@ function headersSchema() {
  * fragment); header names are lowercased; empty `headers` are dropped.
  */
 export function webhookPostArguments(policy: OriginPolicy) {
-  return z
-    .object({
-      url: z
-        .string()
-        .min(1)
-        .max(MAX_URL_CHARS)
-        .describe('Absolute http(s) URL on an allowed origin; no credentials.')
-        .transform((raw, ctx) => {
-          const verdict = policy.checkUrl(raw);
-          if (!verdict.ok) {
-            ctx.issues.push({ code: 'custom', message: `url ${verdict.reason}`, input: raw });
-            return z.NEVER;
-          }
-          // The fragment never reaches the server: drop it so it cannot change the digest.
-          verdict.url.hash = '';
-          return verdict.url.href;
-        }),
-      json: z.json().describe('The JSON body to POST (sent in RFC 8785 canonical form).'),
-      headers: headersSchema().optional(),
-    })
-    .strict()
-    .transform(({ url, json, headers }) =>
+  const url = z.pipe(
+    z
+      .string()
+      .check(
+        z.minLength(1),
+        z.maxLength(MAX_URL_CHARS),
+        z.describe('Absolute http(s) URL on an allowed origin; no credentials.'),
+      ),
+    z.transform((raw: string, ctx) => {
+      const verdict = policy.checkUrl(raw);
+      if (!verdict.ok) {
+        ctx.issues.push({ code: 'custom', message: `url ${verdict.reason}`, input: raw });
+        return z.NEVER;
+      }
+      // The fragment never reaches the server: drop it so it cannot change the digest.
+      verdict.url.hash = '';
+      return verdict.url.href;
+    }),
+  );
+  return z.pipe(
+    z.strictObject({
+      url,
+      json: z.json().check(z.describe('The JSON body to POST (sent in RFC 8785 canonical form).')),
+      headers: z.optional(headersSchema()),
+    }),
+    z.transform(({ url, json, headers }) =>
       headers === undefined || Object.keys(headers).length === 0 ? { url, json } : { url, json, headers },
-    );
+    ),
+  );
 }
 
 /** The arguments of `webhook.post` after validation. */

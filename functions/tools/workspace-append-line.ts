@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { type FileHandle, lstat } from 'node:fs/promises';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { defineTool, type ReconcileVerdict, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { type AppendMarker, readMarkers, removeMarker, sweepMarkers, writeMarker } from './append-markers';
 import type { ToolEnvironment } from './registry';
@@ -16,15 +16,15 @@ import {
 } from './workspace-path';
 
 /** Arguments of `workspace.append_line`; `path` comes out normalized. */
-export const appendLineArguments = z
-  .object({
-    path: workspacePathSchema,
-    line: z
-      .string()
-      .regex(/^[^\r\n]*$/, 'line must not contain CR or LF')
-      .describe('One line of text, without a line break; a newline is added.'),
-  })
-  .strict();
+export const appendLineArguments = z.strictObject({
+  path: workspacePathSchema,
+  line: z
+    .string()
+    .check(
+      z.regex(/^[^\r\n]*$/, 'line must not contain CR or LF'),
+      z.describe('One line of text, without a line break; a newline is added.'),
+    ),
+});
 
 /** What `workspace.append_line` returns. */
 export interface AppendLineResult {

@@ -1,5 +1,5 @@
 import { unlink } from 'node:fs/promises';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { defineTool, type ReconcileVerdict, TerminalToolError } from '../domain/tool';
 import type { ToolEnvironment } from './registry';
 import {
@@ -13,7 +13,7 @@ import {
 } from './workspace-path';
 
 /** Arguments of `workspace.delete_file`; `path` comes out normalized. */
-export const deleteFileArguments = z.object({ path: workspacePathSchema }).strict();
+export const deleteFileArguments = z.strictObject({ path: workspacePathSchema });
 
 /**
  * What `workspace.delete_file` returns. `deleted` is `true` when this call removed the file, `false`

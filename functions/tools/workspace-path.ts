@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TENANT_PATTERN } from '../contract/table';
 import { NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 
@@ -65,12 +65,15 @@ function pathProblem(raw: string): string | undefined {
  * workspacePathSchema.safeParse('../etc/passwd').success; // false
  * ```
  */
-export const workspacePathSchema = z
-  .string()
-  .min(1)
-  .max(MAX_PATH_CHARS)
-  .describe('File path relative to the workspace root, with / separators; no .., no absolute paths.')
-  .transform((raw, ctx) => {
+export const workspacePathSchema = z.pipe(
+  z
+    .string()
+    .check(
+      z.minLength(1),
+      z.maxLength(MAX_PATH_CHARS),
+      z.describe('File path relative to the workspace root, with / separators; no .., no absolute paths.'),
+    ),
+  z.transform((raw: string, ctx) => {
     const problem = pathProblem(raw);
     if (problem !== undefined) {
       ctx.issues.push({ code: 'custom', message: `path ${problem}`, input: raw });
@@ -80,7 +83,8 @@ export const workspacePathSchema = z
       .split('/')
       .filter((segment) => segment !== '' && segment !== '.')
       .join('/');
-  });
+  }),
+);
 
 /**
  * Windows device names (with or without an extension): such a folder name reaches a device, not a

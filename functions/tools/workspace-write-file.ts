@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { defineTool, type ReconcileVerdict, TerminalToolError } from '../domain/tool';
 import type { ToolEnvironment } from './registry';
 import {
@@ -14,12 +14,10 @@ import {
 } from './workspace-path';
 
 /** Arguments of `workspace.write_file`; `path` comes out normalized. */
-export const writeFileArguments = z
-  .object({
-    path: workspacePathSchema,
-    content: z.string().describe('The whole new content of the file, as UTF-8 text.'),
-  })
-  .strict();
+export const writeFileArguments = z.strictObject({
+  path: workspacePathSchema,
+  content: z.string().check(z.describe('The whole new content of the file, as UTF-8 text.')),
+});
 
 /** What `workspace.write_file` returns (and what reconcile reports when the write is found). */
 export interface WriteFileResult {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { SETTINGS } from '../../functions/contract/environment';
-import { TOOLS_MODULE_SPECIFIER } from '../../functions/contract/tools-module';
+import { DEFAULT_TOOLS_MODULE, esbuildOptions } from '../../lib/bundling';
 import { median } from './stats';
 
 /** Size and import time of one bundle. */
@@ -21,15 +21,15 @@ export interface BundleFigure {
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 /** Inside node_modules, so the external `@aws-sdk/*` imports resolve as they do on Lambda. */
 const OUT_DIR = path.join(ROOT, 'node_modules', '.cache', 'tool-ledger-bench');
-/** The same shim lib/bundling.ts adds: ESM bundles have no `require` for CommonJS dependencies. */
-const REQUIRE_BANNER =
-  "import{createRequire as __toolLedgerRequire}from'node:module';const require=__toolLedgerRequire(import.meta.url);";
+
+/** Name of the baseline's bundle: the executor's import time is compared with its. */
+export const BASELINE_BUNDLE = 'Powertools idempotency handler';
 
 const ENTRIES: readonly { name: string; entry: string; timeImport: boolean }[] = [
   { name: 'api', entry: 'functions/handlers/api.ts', timeImport: false },
   { name: 'executor', entry: 'functions/handlers/executor.ts', timeImport: true },
   { name: 'reconciler', entry: 'functions/handlers/reconciler.ts', timeImport: false },
-  { name: 'Powertools idempotency handler', entry: 'scripts/bench/powertools-handler.ts', timeImport: true },
+  { name: BASELINE_BUNDLE, entry: 'scripts/bench/powertools-handler.ts', timeImport: true },
 ];
 
 /**
@@ -50,18 +50,10 @@ export async function coldStart(spawns: number): Promise<BundleFigure[]> {
     }
     const outfile = path.join(OUT_DIR, `${name.replace(/\W+/g, '-')}.mjs`);
     try {
+      // The construct's defaults: the shipped tools, no MCP upstreams.
       await build({
-        entryPoints: [absolute],
+        ...esbuildOptions(absolute, { toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false }),
         outfile,
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node22',
-        minify: true,
-        external: ['@aws-sdk/*'],
-        mainFields: ['module', 'main'],
-        banner: { js: REQUIRE_BANNER },
-        alias: { [TOOLS_MODULE_SPECIFIER]: path.join(ROOT, 'functions', 'tools', 'builtin.ts') },
         logLevel: 'silent',
       });
       figures.push({ name, entry, bytes: statSync(outfile).size });

@@ -1,12 +1,15 @@
 import type { AddressInfo } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 
 /** An in-process dynalite server and a factory of clients pointed at it. */
 export interface BenchDynalite {
   endpoint: string;
-  /** A new client, so that each side of the benchmark has its own middleware and counters. */
-  newClient(options?: { maxAttempts?: number }): DynamoDBClient;
+  /**
+   * A new client, so that each side of the benchmark has its own middleware and counters. `settings`
+   * are more client settings (tool-ledger's side is built with the handlers' own, functions/wiring.ts).
+   */
+  newClient(options?: { maxAttempts?: number; settings?: Partial<DynamoDBClientConfig> }): DynamoDBClient;
   stop(): Promise<void>;
 }
 
@@ -23,6 +26,7 @@ export async function startBenchDynalite(): Promise<BenchDynalite> {
     endpoint,
     newClient(options = {}) {
       const client = new DynamoDBClient({
+        ...options.settings,
         endpoint,
         region: 'us-east-1',
         credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' },

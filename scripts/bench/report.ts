@@ -1,5 +1,6 @@
 import type { SideSamples } from './ab-runner';
-import type { BundleFigure } from './cold-start';
+import { BASELINE_BUNDLE, type BundleFigure } from './cold-start';
+import type { LocalThroughput } from './local-throughput';
 import type { ReconcilerCost } from './reconciler-cost';
 import type { ScenarioResult } from './scenarios';
 import { median, p99 } from './stats';
@@ -163,15 +164,52 @@ export function reconcilerTable(costs: ReconcilerCost[], skipped: string | undef
   );
 }
 
-/** Bundle sizes and import times. */
+/** Bundle sizes and import times, with the executor's import time against the baseline's. */
 export function coldStartTable(figures: BundleFigure[], spawns: number): string {
+  const executor = figures.find((f) => f.name === 'executor')?.importMs;
+  const baseline = figures.find((f) => f.name === BASELINE_BUNDLE)?.importMs;
+  const importRatio = executor !== undefined && baseline !== undefined ? executor / baseline : undefined;
   return table(
     ['bundle', 'minified (KiB)', `import in a fresh process (median of ${spawns}, ms)`, 'note'],
     figures.map((f) => [
       `${f.name} (\`${f.entry}\`)`,
       f.bytes === undefined ? '–' : (f.bytes / 1024).toFixed(1),
       f.importMs === undefined ? '–' : ms(f.importMs),
-      f.note ?? '',
+      f.name === 'executor' && importRatio !== undefined
+        ? `${num(importRatio)}× the baseline's import; ≤ 1.1×: **${importRatio <= 1.1 ? 'PASS' : 'MISS'}**`
+        : (f.note ?? ''),
     ]),
+  );
+}
+
+/** Local mode's throughput against the bare store work on the same dynalite. */
+export function localThroughputTable(figure: LocalThroughput | undefined): string {
+  if (!figure) return '(not run)';
+  const side = (s: LocalThroughput['ledger']) => [
+    num(s.perSecond),
+    `${ms(s.p50)} / ${ms(s.p99)}`,
+    String(s.operations),
+  ];
+  return table(
+    [
+      'clients',
+      'tool-ledger operations/s',
+      'tool-ledger p50 / p99 ms',
+      'operations',
+      'bare PutItem + UpdateItem operations/s',
+      'bare p50 / p99 ms',
+      'operations',
+      'ratio',
+      'target',
+    ],
+    [
+      [
+        String(figure.concurrency),
+        ...side(figure.ledger),
+        ...side(figure.baseline),
+        num(figure.ratio),
+        `ratio ≥ 0.5: **${figure.ratio >= 0.5 ? 'PASS' : 'MISS'}**`,
+      ],
+    ],
   );
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { LEDGER_TABLE } from '../../functions/contract/table';
 import { ensureLedgerTable, ledgerTableDefinition } from '../../functions/ledger/table';
+import { SDK_CLIENT_SETTINGS } from '../../functions/wiring';
 import { benchReadTool, benchWriteTool, EffectLog } from './bench-tools';
 import { CallCounter } from './call-counter';
 import { capacityMarkdown, capacityTable } from './capacity';
@@ -11,15 +12,23 @@ import { coldStart } from './cold-start';
 import { crashThenRetry } from './crash-scenario';
 import { startBenchDynalite } from './dynalite-server';
 import { benchLedger } from './ledger-side';
+import { type LocalThroughput, localThroughput } from './local-throughput';
 import { createPowertoolsTable, powertoolsHandler } from './powertools-baseline';
 import { reconcilerCost } from './reconciler-cost';
-import { breakdownTable, coldStartTable, reconcilerTable, scenarioTable } from './report';
+import {
+  breakdownTable,
+  coldStartTable,
+  localThroughputTable,
+  reconcilerTable,
+  scenarioTable,
+} from './report';
 import {
   type BenchEnv,
   coldReplay,
   concurrentDuplicates,
   conflict,
   firstExecution,
+  firstExecutionSameClientSettings,
   firstExecutionWithoutIndexes,
   readColdReplay,
   readFirst,
@@ -29,6 +38,10 @@ import {
 } from './scenarios';
 
 const SPAWNS = 10;
+/** Operations per side of the local-mode throughput row (scaled by BENCH_SCALE, at least 200). */
+const LOCAL_OPERATIONS = 2_000;
+/** Concurrent clients of the local-mode throughput row. */
+const LOCAL_CLIENTS = 16;
 
 /** Runs every part of the benchmark, prints the tables and writes them as markdown. */
 export async function runBench(): Promise<void> {
@@ -41,8 +54,12 @@ export async function runBench(): Promise<void> {
 
   const db = await startBenchDynalite();
   try {
-    const tlClient = db.newClient();
+    // Each side's client as each product builds its own: tool-ledger's as its handlers do
+    // (functions/wiring.ts), Powertools' with the SDK's defaults, as its persistence layer does.
+    const tlClient = db.newClient({ settings: SDK_CLIENT_SETTINGS });
     const ptClient = db.newClient();
+    // The same Powertools with tool-ledger's client settings, for the diagnosis row.
+    const ptSameSettingsClient = db.newClient({ settings: SDK_CLIENT_SETTINGS });
     const tlTable = 'bench-ledger';
     const ptTable = 'bench-powertools';
     await ensureLedgerTable(tlClient, tlTable);
@@ -70,9 +87,11 @@ export async function runBench(): Promise<void> {
       pt: {
         client: ptClient,
         counter: new CallCounter(ptClient, ['id']),
+        counterSameSettings: new CallCounter(ptSameSettingsClient, ['id']),
         table: ptTable,
         effects: ptEffects,
         cold: powertoolsHandler({ client: ptClient, tableName: ptTable, work }),
+        coldSameSettings: powertoolsHandler({ client: ptSameSettingsClient, tableName: ptTable, work }),
         warm: powertoolsHandler({ client: ptClient, tableName: ptTable, work, useLocalCache: true }),
       },
       iterations: (base) => Math.max(2, Math.round(base * scale)),
@@ -82,6 +101,7 @@ export async function runBench(): Promise<void> {
     const scenarios: [string, (e: BenchEnv) => Promise<ScenarioResult>][] = [
       ['first', firstExecution],
       ['first-noindex', firstExecutionWithoutIndexes],
+      ['first-settings', firstExecutionSameClientSettings],
       ['replay', coldReplay],
       ['warm', warmReplay],
       ['conflict', conflict],
@@ -122,6 +142,16 @@ export async function runBench(): Promise<void> {
       progress(`capacity: ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
 
+    let local: LocalThroughput | undefined;
+    if (!only || only.includes('local')) {
+      const t = performance.now();
+      local = await localThroughput({
+        operations: Math.max(200, Math.round(LOCAL_OPERATIONS * scale)),
+        concurrency: LOCAL_CLIENTS,
+      });
+      progress(`local mode throughput: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+
     let bundles: Awaited<ReturnType<typeof coldStart>> = [];
     if (!only || only.includes('cold-start')) {
       const t = performance.now();
@@ -140,7 +170,10 @@ export async function runBench(): Promise<void> {
       'Both sides run in alternation on the same dynalite and the same operation IDs; tool-ledger is',
       '`submitOperation` on a `LedgerStore` with a trivial in-memory tool (transition logs and metrics',
       'silenced: Powertools emits neither), Powertools is `makeIdempotent` with `DynamoDBPersistenceLayer`,',
-      '`eventKeyJmesPath: operation_id` and `payloadValidationJmesPath: arguments`. Calls are every request',
+      '`eventKeyJmesPath: operation_id` and `payloadValidationJmesPath: arguments`. Each side has the DynamoDB',
+      'client its product builds: tool-ledger the settings of its handlers (functions/wiring.ts: the SDK',
+      'resolves the middleware stack once per command, `cacheMiddleware`), Powertools the SDK defaults, as',
+      'its persistence layer builds its own client; a diagnosis row gives both the same. Calls are every request',
       'sent (SDK retries included), per operation. "AWS" subtracts the GetItems that only fetch the item of a',
       'failed conditional write: dynalite ignores `ReturnValuesOnConditionCheckFailure`, AWS returns the item.',
       'The ratio is the median of per-iteration ratios (the two sides of an iteration run back to back).',
@@ -153,9 +186,10 @@ export async function runBench(): Promise<void> {
       '',
       'Median time inside DynamoDB requests (from sending to the parsed response: the loopback, dynalite,',
       'which shares the process, and response parsing) and the rest (the engine or Powertools, request',
-      'marshalling, serialization and signing, the tool). The diagnosis row runs the same',
-      'engine on a copy of the ledger table without its two GSIs: dynalite updates indexes inside the',
-      'write, DynamoDB propagates them asynchronously, outside the write latency.',
+      'marshalling, serialization and signing, the tool). The diagnosis rows run the same engine on a',
+      'copy of the ledger table without its two GSIs (dynalite updates indexes inside the write, DynamoDB',
+      'propagates them asynchronously, outside the write latency), and Powertools on a client with',
+      'tool-ledger’s client settings.',
       '',
       breakdownTable(rows),
       '',
@@ -165,6 +199,17 @@ export async function runBench(): Promise<void> {
       'items returned by DynamoDB Query, counted by the SDK middleware.',
       '',
       reconcilerTable(costs, skipped),
+      '',
+      '### Local mode throughput',
+      '',
+      `Local mode (\`npm start\`, a child process on a fresh data folder, its default logging) under`,
+      `${LOCAL_CLIENTS} clients, each \`POST /v1/operations\` a new operation of the benchmark's trivial`,
+      'write tool run synchronously (201), end to end over HTTP; against a bare AWS SDK client doing one',
+      "conditional PutItem and one conditional UpdateItem per operation on local mode's own dynalite (same",
+      'process, same LevelDB folder, same table), at the same concurrency. The two sides alternate in four',
+      'rounds; operations per second are over the measured rounds, after a warm-up of each.',
+      '',
+      localThroughputTable(local),
       '',
       '### Capacity per operation',
       '',
@@ -201,7 +246,7 @@ export async function runBench(): Promise<void> {
     }));
     writeFileSync(
       outFile.replace(/\.md$/, '.json'),
-      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles }),
+      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles, local }),
     );
     progress(`written to ${path.relative(process.cwd(), outFile)}`);
   } finally {

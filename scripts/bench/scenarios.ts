@@ -29,10 +29,14 @@ export interface BenchEnv {
   pt: {
     client: DynamoDBClient;
     counter: CallCounter;
+    /** Counts the requests of `coldSameSettings`. */
+    counterSameSettings: CallCounter;
     table: string;
     effects: EffectLog;
     /** Without local cache: every replay reaches DynamoDB. */
     cold: BaselineHandler;
+    /** `cold` on a client with tool-ledger's client settings (diagnosis). */
+    coldSameSettings: BaselineHandler;
     /** With `useLocalCache`. */
     warm: BaselineHandler;
   };
@@ -139,6 +143,35 @@ export async function firstExecutionWithoutIndexes(env: BenchEnv): Promise<Scena
   });
   return {
     title: 'first execution, ledger table without GSIs (diagnosis)',
+    ...sides(r),
+    opsPerIteration: 1,
+    targets: {},
+    diagnostic: true,
+  };
+}
+
+/**
+ * Diagnosis of the first-execution ratio: Powertools on a client with tool-ledger's own client
+ * settings (the middleware stack resolved once per command class, `cacheMiddleware`), so that the
+ * row compares the two engines alone. The main row compares each product with the client it builds.
+ */
+export async function firstExecutionSameClientSettings(env: BenchEnv): Promise<ScenarioResult> {
+  const { tl, pt } = env;
+  const r = await runAb({
+    iterations: env.iterations(300),
+    warmup: 30,
+    a: {
+      counter: tl.counter,
+      run: async (i) =>
+        expectResult(await tl.ledger.submit(`settings-${i}`, WRITE, benchArguments(i)), 'completed', false),
+    },
+    b: {
+      counter: pt.counterSameSettings,
+      run: async (i) => void (await pt.coldSameSettings(event(`settings-${i}`, benchArguments(i)), ctx())),
+    },
+  });
+  return {
+    title: 'first execution, both clients with tool-ledger’s client settings (diagnosis)',
     ...sides(r),
     opsPerIteration: 1,
     targets: {},

@@ -254,7 +254,7 @@ function replayOne(key: string, lines: TraceLine[], allowance: number, verdict: 
     }
     if (line.state_before !== null && line.state_before === line.state_after) {
       verdict.observations += 1;
-      const late = /^late_outcome:(.+)$/.exec(line.outcome_code ?? '');
+      const late = /^late_outcome(?:_unrecorded)?:(.+)$/.exec(line.outcome_code ?? '');
       if (late && !TRANSITIONS.record_outcome.to.includes(late[1] as OperationState)) {
         verdict.rejected.push({ key, line, reason: `a late outcome ${late[1]} is not an attempt's outcome` });
       }

@@ -26,7 +26,11 @@ let dataDir: string;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'tool-ledger-e2e-queue-'));
   target = await startWebhookTarget();
-  stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '500' } });
+  // One executor: the first scenario holds it in a webhook call while copies of the message wait.
+  stack = await startLocalStack({
+    dataDir,
+    env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '500', TOOL_LEDGER_EXECUTOR_CONCURRENCY: '1' },
+  });
   // The queue URL names a host that does not resolve: the endpoint is always given explicitly.
   sqs = localSqsClient(stack.sqs);
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LocalSettingsError, loadLocalSettings } from '../../functions/local/settings';
+import { resolveConcurrency } from '../../lib/concurrency';
 
 /** Local mode's settings: a value that cannot be used is refused at start, naming the entry. */
 
@@ -72,6 +73,19 @@ describe('local settings', () => {
     expect(loadLocalSettings({ TOOL_LEDGER_LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
     expect(refusal({ TOOL_LEDGER_LOG_FORMAT: 'JSON' })).toBe(
       'TOOL_LEDGER_LOG_FORMAT=JSON: must be json or pretty',
+    );
+  });
+
+  it('runs as many executor loops as the construct reserves for the executor, unless told otherwise', () => {
+    const construct = resolveConcurrency({}, []);
+    expect(loadLocalSettings({}, false).executorConcurrency).toBe(construct.reserved.executor);
+    expect(construct.reserved.executor).toBe(10);
+    expect(loadLocalSettings({ TOOL_LEDGER_EXECUTOR_CONCURRENCY: '1' }, false).executorConcurrency).toBe(1);
+    expect(refusal({ TOOL_LEDGER_EXECUTOR_CONCURRENCY: '0' })).toBe(
+      'TOOL_LEDGER_EXECUTOR_CONCURRENCY=0: must be from 1 to 100',
+    );
+    expect(refusal({ TOOL_LEDGER_EXECUTOR_CONCURRENCY: 'ten' })).toBe(
+      'TOOL_LEDGER_EXECUTOR_CONCURRENCY=ten: must be a non-negative integer',
     );
   });
 

@@ -1,0 +1,55 @@
+import { build } from 'esbuild';
+import { describe, expect, it } from 'vitest';
+import { withUpstreams } from '../../functions/mcp/no-upstreams';
+import { ToolRegistry } from '../../functions/tools/registry';
+import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES, lambdaBundling } from '../../lib/bundling';
+
+/*
+ * A deployment without MCP upstreams bundles a stand-in for the gateway, so that the MCP SDK's client
+ * and Ajv stay out of its handlers (and their cold start); one with upstreams bundles the gateway.
+ */
+
+async function executorBundle(upstreams: boolean): Promise<string> {
+  const result = await build({
+    ...esbuildOptions(HANDLER_ENTRIES.executor, {
+      toolsModule: DEFAULT_TOOLS_MODULE,
+      bundleAwsSdk: false,
+      upstreams,
+    }),
+    minify: false,
+    write: false,
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+describe('the MCP gateway in the handler bundles', () => {
+  it('is left out of a deployment without upstreams and bundled into one with them', async () => {
+    const without = await executorBundle(false);
+    const withGateway = await executorBundle(true);
+    // The MCP SDK's client transport and Ajv's validator class, by names that minification keeps out.
+    expect(without).not.toContain('StreamableHTTPClientTransport');
+    expect(without).not.toContain('class Ajv');
+    expect(withGateway).toContain('StreamableHTTPClientTransport');
+    expect(withGateway.length).toBeGreaterThan(without.length * 1.5);
+  }, 60_000);
+
+  it('is chosen by the construct’s bundling options', () => {
+    const aliases = (upstreams: boolean) =>
+      lambdaBundling({ toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false, upstreams }).esbuildArgs?.[
+        '--alias'
+      ] as string[];
+    expect(aliases(false)).toContainEqual(
+      expect.stringMatching(/^#tool-ledger\/upstreams=.*no-upstreams\.ts$/),
+    );
+    expect(aliases(true)).toContainEqual(expect.stringMatching(/^#tool-ledger\/upstreams=.*gateway\.ts$/));
+  });
+
+  it('stand-in: does nothing without upstreams and refuses to start when the environment names some', () => {
+    const deps = { tools: new ToolRegistry([]) };
+    expect(() => withUpstreams(deps, {})).not.toThrow();
+    expect(() =>
+      withUpstreams(deps, { TOOL_LEDGER_MCP_UPSTREAMS: 'files=https://mcp.example.com/mcp' }),
+    ).toThrow(/bundled without the MCP gateway: set mcpUpstreams on the construct/);
+  });
+});
