@@ -40,6 +40,21 @@ export interface ReconcileSummary {
   nextShard: number;
 }
 
+/**
+ * What a log line says of a pass: counts only (no operation IDs, arguments or results), the same for
+ * the scheduled pass and an operator's pass on request.
+ */
+export function passLogFields(summary: ReconcileSummary, startedMs: number) {
+  return {
+    read: summary.read,
+    pages: summary.pages,
+    skipped: summary.skipped,
+    actions: summary.actions,
+    complete: summary.complete,
+    duration_ms: Date.now() - startedMs,
+  };
+}
+
 /** Per-shard progress, reported as the pass goes. */
 export interface ShardProgress {
   shard: string;

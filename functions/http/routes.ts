@@ -11,7 +11,7 @@ import { assertOperationId, parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
 import { decideApproval } from '../engine/approval';
 import { getOperation, listUnresolved } from '../engine/read-operations';
-import { reconcilePass, type ShardProgress } from '../engine/reconcile';
+import { passLogFields, reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { submitOperation } from '../engine/submit-operation';
 import type { SubmitResult } from '../engine/submit-result';
@@ -234,12 +234,7 @@ async function reconcileNow({ deps, req, request, identity }: RouteContext): Pro
     tenant: identity.tenant,
     principal: identity.principal,
     request_id: req.requestId,
-    read: summary.read,
-    pages: summary.pages,
-    skipped: summary.skipped,
-    actions: summary.actions,
-    complete: summary.complete,
-    duration_ms: Date.now() - started,
+    ...passLogFields(summary, started),
   });
   return respond(200, {
     shards,

@@ -2,7 +2,7 @@ import type { Context, ScheduledEvent } from 'aws-lambda';
 import { errorClass } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { recordOpenOperations } from '../engine/open-operations-gauge';
-import { type ReconcileSummary, reconcilePass } from '../engine/reconcile';
+import { passLogFields, type ReconcileSummary, reconcilePass } from '../engine/reconcile';
 import { logger } from '../observability/logger';
 import type { Runtime } from '../wiring';
 
@@ -46,14 +46,7 @@ export function createReconcilerHandler(
       // a quiet ledger does not fill the log with a line per tick.
       const log =
         summary.read === 0 && summary.complete ? logger.debug.bind(logger) : logger.info.bind(logger);
-      log('reconcile pass', {
-        read: summary.read,
-        pages: summary.pages,
-        skipped: summary.skipped,
-        actions: summary.actions,
-        complete: summary.complete,
-        duration_ms: Date.now() - started,
-      });
+      log('reconcile pass', passLogFields(summary, started));
       return summary;
     } catch (error) {
       logger.error('reconcile pass failed', {
