@@ -60,22 +60,17 @@ export async function submitReadOperation(
     if (!(error instanceof ReadFailedError)) throw error;
     return failedRead(deps, req, call, caller, error.outcome);
   }
+  // A refused read has no stored run: the answer's record is the call itself, in the state it met.
+  const refusedAs = (state: 'succeeded' | 'pending') =>
+    readOperation(call, caller, { state, requested_by: caller.principal, created_at });
   if (answer.kind === 'conflict') {
-    const operation = readOperation(call, caller, {
-      state: 'succeeded',
-      requested_by: caller.principal,
-      created_at,
-    });
+    const operation = refusedAs('succeeded');
     deps.metrics.count(LEDGER_METRICS.conflicts, tool.name);
     logRead(deps, req, operation, tool, null, 'idempotency_key_reused', false);
     throw new IdempotencyConflictError(call.operationId, answer.storedDigest ?? 'unknown');
   }
   if (answer.kind === 'in_progress') {
-    const operation = readOperation(call, caller, {
-      state: 'pending',
-      requested_by: caller.principal,
-      created_at,
-    });
+    const operation = refusedAs('pending');
     deps.metrics.count(LEDGER_METRICS.inProgressRejections, tool.name);
     logRead(deps, req, operation, tool, 'pending', 'operation_in_progress', false);
     return { kind: 'in_progress', record: operation, retryAfterSeconds: 1 };
