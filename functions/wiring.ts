@@ -21,6 +21,34 @@ export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } 
  */
 export const SDK_CLIENT_SETTINGS = { requestHandler: SDK_TIMEOUTS, cacheMiddleware: true } as const;
 
+/**
+ * How local mode's handlers sign requests to its own dynalite, on 127.0.0.1 in the same process:
+ * dynalite checks that a request carries a well-formed SigV4 `Authorization` header and a date, never its
+ * signature (it has no keys to check it with). Computing a real signature there (a SHA-256 of the body,
+ * four HMACs, the canonical request) was a tenth of local mode's handler time under load and proved
+ * nothing, so both are fixed, well-formed values. Only with the `local` flag and a DynamoDB
+ * endpoint on this machine's loopback; everywhere else (AWS, or a `local` flag set by mistake against a
+ * remote endpoint, which then fails closed) the SDK signs every request as usual.
+ */
+const LOCAL_SIGNER = {
+  sign: async <R extends { headers: Record<string, string> }>(request: R): Promise<R> => {
+    request.headers['x-amz-date'] = '20260101T000000Z';
+    request.headers.authorization =
+      'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0';
+    return request;
+  },
+};
+
+/** True for an `http://127.0.0.1:…`, `localhost` or `[::1]` endpoint. */
+export function isLoopback(endpoint: string | undefined): boolean {
+  if (endpoint === undefined) return false;
+  try {
+    return ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(endpoint).hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** What a handler process holds for its lifetime: built once per cold start. */
 export interface Runtime {
   deps: LedgerDeps;
@@ -59,6 +87,7 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     : {};
   const dynamo = new DynamoDBClient({
     ...localCredentials,
+    ...(local && isLoopback(dynamoEndpoint) ? { signer: LOCAL_SIGNER } : {}),
     ...(dynamoEndpoint ? { endpoint: dynamoEndpoint } : {}),
     maxAttempts: 4,
     // A request that hangs is retried well inside the sync budget (a lost response is recognised by

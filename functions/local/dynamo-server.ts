@@ -1,34 +1,34 @@
 import { mkdir } from 'node:fs/promises';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
 import { ensureLedgerTable } from '../ledger/table';
-import type { DataFolderGuard } from './data-folder-guard';
+import type { DynamoThreadData, DynamoThreadMessage } from './dynamo-thread';
 
 /**
- * DynamoDB for local mode: dynalite in-process, on 127.0.0.1, persisted in a LevelDB folder so that a
- * restart (also after `kill -9`: every write has reached the OS before DynamoDB answers) loses no
- * ledger record. With a guard, every request is refused once the data folder is gone (fail closed).
+ * DynamoDB for local mode: dynalite on a thread of this process (dynamo-thread.ts), on 127.0.0.1,
+ * persisted in a LevelDB folder so that a restart (also after `kill -9`: every write has reached the OS
+ * before DynamoDB answers) loses no ledger record. With guarded folders, every request is refused once
+ * the data folder is gone (fail closed).
  */
 
-/**
- * The error a refused request gets, in DynamoDB's JSON error shape. A 400 with a type no SDK retries:
- * the store gives up at once and reports `ledger_unavailable`, instead of retrying a folder that is gone.
- */
-export const LEDGER_UNAVAILABLE_TYPE = 'com.amazonaws.dynamodb.v20120810#LocalLedgerUnavailableException';
+export { LEDGER_UNAVAILABLE_TYPE } from './dynamo-thread';
 
 /** A running local DynamoDB. */
 export interface LocalDynamo {
   /** `http://127.0.0.1:<port>`. */
   endpoint: string;
-  /** Closes the server and every connection to it. */
+  /** Closes the server and every connection to it, and ends its thread. */
   stop(): Promise<void>;
+  /**
+   * Settles if the thread ends without being stopped (an error inside dynalite): the store is gone,
+   * and whoever started it decides what that means.
+   */
+  lost: Promise<Error>;
 }
 
 /**
- * Starts dynalite on `127.0.0.1:port` (0: a free port) with its data in `path`, and makes sure the
- * ledger table exists.
+ * Starts dynalite on `127.0.0.1:port` (0: a free port) with its data in `path`, on a thread of its
+ * own, and makes sure the ledger table exists.
  *
  * @example
  * ```ts
@@ -40,30 +40,46 @@ export async function startLocalDynamo(options: {
   path: string;
   port: number;
   tableName: string;
-  /** Asked before every request; a problem refuses it. */
-  guard?: DataFolderGuard;
+  /** Folders that must stay the ones they are now, and writable; asked before every request. */
+  guardFolders?: string[];
 }): Promise<LocalDynamo> {
   await mkdir(options.path, { recursive: true });
-  const server: Server = dynalite({
+  const workerData: DynamoThreadData = {
     path: options.path,
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
+    port: options.port,
+    guardFolders: options.guardFolders ?? [],
+  };
+  // No inherited Node flags: the entry registers its own loader, and a flag meant for the process
+  // (a profiler, a second `--import`) is not the thread's.
+  const worker = new Worker(new URL('./dynamo-thread-entry.mjs', import.meta.url), {
+    workerData,
+    execArgv: [],
   });
-  if (options.guard) guardRequests(server, options.guard);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  let stopping = false;
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const failure = new Promise<Error>((resolve) => worker.once('error', resolve));
+  const lost = Promise.race([
+    failure,
+    exited.then((code) => new Error(`the local DynamoDB thread ended (exit ${code})`)),
+  ]).then((error) => (stopping ? new Promise<Error>(() => {}) : error));
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.once('message', (message: DynamoThreadMessage) => {
+      if (message.kind === 'listening') resolve(message.port);
+      else reject(new Error(`local DynamoDB could not start: ${message.message}`));
     });
+    lost.then(reject);
+  }).catch(async (error: unknown) => {
+    // dynalite opens its LevelDB folder before it listens: end the thread, and with it the folder's lock.
+    stopping = true;
+    await worker.terminate();
+    throw error;
   });
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const endpoint = `http://127.0.0.1:${port}`;
   const stop = async () => {
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    if (stopping) return;
+    stopping = true;
+    worker.postMessage('stop');
+    await exited;
   };
   const client = new DynamoDBClient({
     endpoint,
@@ -78,29 +94,5 @@ export async function startLocalDynamo(options: {
   } finally {
     client.destroy();
   }
-  return { endpoint, stop };
-}
-
-/** Puts the guard in front of dynalite's request handler. */
-function guardRequests(server: Server, guard: DataFolderGuard): void {
-  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
-  server.removeAllListeners('request');
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const problem = guard.check();
-    if (problem === undefined) {
-      for (const handler of handlers) handler.call(server, req, res);
-      return;
-    }
-    req.resume();
-    const body = JSON.stringify({
-      __type: LEDGER_UNAVAILABLE_TYPE,
-      message: `the local ledger refuses requests: ${problem}`,
-    });
-    res.writeHead(400, {
-      'content-type': 'application/x-amz-json-1.0',
-      'content-length': Buffer.byteLength(body),
-      'x-amzn-requestid': crypto.randomUUID(),
-    });
-    res.end(body);
-  });
+  return { endpoint, stop, lost };
 }

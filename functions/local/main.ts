@@ -66,6 +66,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  void stack.storeLost.then((error) => {
+    process.stderr.write(`tool-ledger: ${error.message}; stopping\n`);
+    process.exit(1);
+  });
 
   // One write, so that no log line can land inside the ready line.
   process.stdout.write(`${readyLine(stack)}\n`);

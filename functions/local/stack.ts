@@ -4,7 +4,6 @@ import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
 import { SqsWorkQueue } from '../queue/sqs-work-queue';
 import type { ToolRegistry } from '../tools/registry';
-import { DataFolderGuard } from './data-folder-guard';
 import { DataFolderInUseError, lockDataFolder, lockHolder } from './data-folder-lock';
 import { type LocalDynamo, startLocalDynamo } from './dynamo-server';
 import { ExecutorLoop } from './executor-loop';
@@ -53,6 +52,11 @@ export interface RunningStack {
   repair: Omit<RepairReport, 'queued'> & { requeued: number };
   /** The deployment's tools, as built at start (the handlers build the same list). */
   tools: ToolRegistry;
+  /**
+   * Settles if the local DynamoDB's thread ends without a stop: nothing can be recorded any more, and
+   * `npm start` exits 1 rather than answer `ledger_unavailable` to every call.
+   */
+  storeLost: Promise<Error>;
   /**
    * Stops the loops and the HTTP server, waiting for work in flight at most `graceMs`, then the
    * emulators. Returns false if some work was abandoned.
@@ -113,12 +117,11 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     const lock = await lockDataFolder(settings.dataDir);
     started.push({ stop: () => lock.release() });
     const repair = await repairLedger(settings);
-    const guard = await DataFolderGuard.watch([settings.dataDir, settings.ledgerDir]);
     const dynamo: LocalDynamo = await startLocalDynamo({
       path: settings.ledgerDir,
       port: settings.dynamoPort,
       tableName: settings.tableName,
-      guard,
+      guardFolders: [settings.dataDir, settings.ledgerDir],
     });
     started.push(dynamo);
     const sqs: LocalSqs = await startLocalSqs(settings.sqsPort);
@@ -196,6 +199,7 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       tableName: settings.tableName,
       repair: { ...found, requeued: queued.length },
       tools,
+      storeLost: dynamo.lost,
       async stop(graceMs) {
         // New work stops first; then what is running may finish (it commits to the ledger, which is
         // still up); the emulators go last.
