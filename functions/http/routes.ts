@@ -16,6 +16,7 @@ import { resolveOperation } from '../engine/resolution';
 import { submitOperation } from '../engine/submit-operation';
 import type { SubmitResult } from '../engine/submit-result';
 import { logger } from '../observability/logger';
+import { describeTools } from '../tools/describe';
 import type { ToolDescription } from '../tools/registry';
 import { ApprovalBody, parseBody, ReconciliationBody, ResolutionBody, SubmitBody } from './bodies';
 import type { Role } from './identity';
@@ -253,7 +254,7 @@ async function tools({ deps, request }: RouteContext): Promise<ApiResponse> {
   request.query([]);
   let list = described.get(deps.tools);
   if (!list) {
-    list = deps.tools.describe();
+    list = describeTools(deps.tools);
     described.set(deps.tools, list);
   }
   return respond(200, { tools: list });

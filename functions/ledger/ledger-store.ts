@@ -28,8 +28,8 @@ import {
   type TransitionWrite,
   type WriteResult,
 } from '../engine/operation-store';
+import type { ReadCache } from '../engine/read-cache';
 import { decodeCursor, encodeCursor } from './cursor';
-import { PowertoolsReadCache } from './read-cache';
 import { fromAttributes, fromItem, toAttributes, toItem } from './record-item';
 import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
 import { transitionUpdate } from './transition-update';
@@ -64,12 +64,12 @@ export class LedgerStore implements OperationStore {
   /** The DynamoDB client the store was built on. */
   readonly client: DynamoDBClient;
   /** Read-tool results, in items of their own in the same table (ledger/read-cache.ts). */
-  readonly readCache: PowertoolsReadCache;
+  readonly readCache: ReadCache;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
-    this.readCache = new PowertoolsReadCache(options.client, options.tableName);
+    this.readCache = lazyReadCache(options.client, options.tableName);
   }
 
   /** Reads one record with a strongly consistent read. */
@@ -482,4 +482,21 @@ function decodeShardedCursor(
     if (key === undefined) throw new InvalidCursorError();
     return key;
   });
+}
+
+/**
+ * The Powertools read cache, loaded at the first read: Powertools idempotency and its JMESPath engine are
+ * a sixth of a handler bundle, and a deployment whose tools only write never evaluates them (its cold
+ * start does not pay for them).
+ */
+function lazyReadCache(client: DynamoDBClient, tableName: string): ReadCache {
+  let cache: Promise<ReadCache> | undefined;
+  return {
+    async runOnce(key, options, read) {
+      cache ??= import('./read-cache').then(
+        ({ PowertoolsReadCache }) => new PowertoolsReadCache(client, tableName),
+      );
+      return (await cache).runOnce(key, options, read);
+    },
+  };
 }

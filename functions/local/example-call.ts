@@ -1,3 +1,4 @@
+import { describeTools } from '../tools/describe';
 import type { ToolRegistry } from '../tools/registry';
 
 /** A call the start banner can print: a write tool of the deployment and arguments it accepts. */
@@ -25,7 +26,7 @@ const SAMPLE_TEXT = 'hello';
  * ```
  */
 export function exampleCall(registry: ToolRegistry): ExampleCall | undefined {
-  const writes = registry.describe().filter((t) => t.effect === 'write');
+  const writes = describeTools(registry).filter((t) => t.effect === 'write');
   const ordered = [
     ...writes.filter((t) => !t.requires_approval),
     ...writes.filter((t) => t.requires_approval),

@@ -11,6 +11,7 @@ import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { submitOperation } from '../engine/submit-operation';
 import type { Identity } from '../http/identity';
 import { logger } from '../observability/logger';
+import { describeTools } from '../tools/describe';
 import type { ToolRegistry } from '../tools/registry';
 import { annotationsOf } from './annotations';
 import { META_AGENT_RUN_ID, META_OPERATION_ID, SERVER_INFO } from './protocol';
@@ -57,7 +58,7 @@ const listed = new WeakMap<ToolRegistry, McpTool[]>();
 export function listTools(tools: ToolRegistry): McpTool[] {
   let list = listed.get(tools);
   if (list) return list;
-  const schemas = new Map(tools.describe().map((d) => [d.name, d.input_schema]));
+  const schemas = new Map(describeTools(tools).map((d) => [d.name, d.input_schema]));
   list = tools.list().map((tool) => {
     const annotations = annotationsOf(tool);
     const entry: McpTool = {

@@ -1,4 +1,3 @@
-import { toJSONSchema } from 'zod/v4/core';
 import { UnknownToolError } from '../domain/errors';
 import { type AnyTool, TOOL_NAME_PATTERN } from '../domain/tool';
 
@@ -75,18 +74,5 @@ export class ToolRegistry {
   /** Every tool, in registration order. */
   list(): AnyTool[] {
     return [...this.tools.values()];
-  }
-
-  /** Every tool with its JSON Schema (for `GET /v1/tools` and for models). */
-  describe(): ToolDescription[] {
-    return this.list().map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      effect: tool.effect,
-      requires_approval: tool.requiresApproval ?? false,
-      timeout_ms: tool.timeoutMs ?? 10_000,
-      max_attempts: tool.maxAttempts ?? 3,
-      input_schema: toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }),
-    }));
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalCall } from '../../functions/domain/digest';
 import { builtinTools } from '../../functions/tools/builtin';
+import { describeTools } from '../../functions/tools/describe';
 import { type ToolEnvironment, ToolRegistry } from '../../functions/tools/registry';
 
 const env: ToolEnvironment = {
@@ -34,7 +35,7 @@ describe('builtinTools', () => {
   });
 
   it('publishes JSON Schemas that refuse unknown keys, with flags (GET /v1/tools)', () => {
-    const described = new ToolRegistry(builtinTools(env)).describe();
+    const described = describeTools(new ToolRegistry(builtinTools(env)));
     const byName = Object.fromEntries(described.map((d) => [d.name, d]));
     expect(JSON.parse(JSON.stringify(described))).toEqual(described);
     for (const description of described) {

@@ -1,0 +1,74 @@
+import { build, type Metafile } from 'esbuild';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES } from '../../lib/bundling';
+
+/*
+ * What a handler evaluates when its bundle is imported (a Lambda cold start), read from esbuild's
+ * metafile for the bundles the construct ships: modules reached from the entry by static imports only.
+ * Powertools idempotency (read tools) loads at the first read, and zod's JSON Schema generator
+ * (describing tools) is bundled into the API alone.
+ */
+
+async function metafileOf(entry: string): Promise<Metafile> {
+  const result = await build({
+    ...esbuildOptions(entry, { toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false }),
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+  });
+  return result.metafile;
+}
+
+/** Inputs reached from the entry through static imports; a dynamic import is where loading waits. */
+function staticallyReached(meta: Metafile, entry: string): Set<string> {
+  const start = Object.keys(meta.inputs).find((input) => entry.endsWith(input));
+  if (!start) throw new Error(`entry ${entry} not among the inputs`);
+  const reached = new Set<string>([start]);
+  const queue = [start];
+  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
+    for (const edge of meta.inputs[file]?.imports ?? []) {
+      if (edge.kind !== 'import-statement' || edge.external || reached.has(edge.path)) continue;
+      reached.add(edge.path);
+      queue.push(edge.path);
+    }
+  }
+  return reached;
+}
+
+const IDEMPOTENCY = /@aws-lambda-powertools\/idempotency\//;
+const JSON_SCHEMA = /zod\/v4\/core\/to-json-schema\.js$/;
+
+describe('what a cold start evaluates', () => {
+  it.each(['api', 'executor', 'reconciler'] as const)(
+    '%s: Powertools idempotency is bundled but loads at the first read',
+    async (name) => {
+      const meta = await metafileOf(HANDLER_ENTRIES[name]);
+      const inputs = Object.keys(meta.inputs);
+      const reached = [...staticallyReached(meta, HANDLER_ENTRIES[name])];
+      expect(inputs.some((input) => IDEMPOTENCY.test(input))).toBe(true);
+      expect(reached.filter((input) => IDEMPOTENCY.test(input))).toEqual([]);
+      expect(reached).toContain('functions/ledger/ledger-store.ts');
+      expect(reached).not.toContain('functions/ledger/read-cache.ts');
+    },
+    60_000,
+  );
+
+  it('zod’s JSON Schema generator is in the API bundle only', async () => {
+    // What the output keeps: the metafile's inputs also list what tree shaking dropped.
+    const has = async (name: keyof typeof HANDLER_ENTRIES) =>
+      Object.values((await metafileOf(HANDLER_ENTRIES[name])).outputs).some((output) =>
+        Object.entries(output.inputs).some(
+          ([input, { bytesInOutput }]) => JSON_SCHEMA.test(input) && bytesInOutput > 0,
+        ),
+      );
+    expect({
+      api: await has('api'),
+      executor: await has('executor'),
+      reconciler: await has('reconciler'),
+    }).toEqual({
+      api: true,
+      executor: false,
+      reconciler: false,
+    });
+  }, 60_000);
+});
