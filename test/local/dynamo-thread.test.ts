@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { LedgerStore } from '../../functions/ledger/ledger-store';
 import { LEDGER_UNAVAILABLE_TYPE, startLocalDynamo } from '../../functions/local/dynamo-server';
 import { buildRuntime, isLoopback } from '../../functions/wiring';
@@ -145,8 +145,7 @@ describe("local mode's signing of its DynamoDB requests", () => {
       AWS_SECRET_ACCESS_KEY: 'secret',
       AWS_REGION: 'us-east-1',
     };
-    const saved = { ...process.env };
-    Object.assign(process.env, credentials);
+    for (const [name, value] of Object.entries(credentials)) vi.stubEnv(name, value);
     try {
       expect(await authorizationSent({ TOOL_LEDGER_DYNAMODB_ENDPOINT: 'http://127.0.0.1:9' })).toMatch(
         signature,
@@ -158,7 +157,7 @@ describe("local mode's signing of its DynamoDB requests", () => {
         }),
       ).toMatch(/Signature=[0-9a-f]{64}$/);
     } finally {
-      process.env = saved;
+      vi.unstubAllEnvs();
     }
   });
 
