@@ -8,6 +8,7 @@ import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
 import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
+import { parseAllowedOrigin } from './tools/origin-policy';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
 
 /** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
@@ -27,7 +28,7 @@ export const SDK_CLIENT_SETTINGS = { requestHandler: SDK_TIMEOUTS, cacheMiddlewa
  * signature (it has no keys to check it with). Computing a real signature there (a SHA-256 of the body,
  * four HMACs, the canonical request) was a tenth of local mode's handler time under load and proved
  * nothing, so both are fixed, well-formed values. Only with the `local` flag and a DynamoDB
- * endpoint on this machine's loopback; everywhere else (AWS, or a `local` flag set by mistake against a
+ * endpoint on this machine's loopback ({@link isLoopback}); everywhere else (AWS, or a `local` flag set by mistake against a
  * remote endpoint, which then fails closed) the SDK signs every request as usual.
  */
 const LOCAL_SIGNER = {
@@ -39,11 +40,14 @@ const LOCAL_SIGNER = {
   },
 };
 
-/** True for an `http://127.0.0.1:…`, `localhost` or `[::1]` endpoint. */
+/**
+ * True for an endpoint on this machine's loopback (`localhost`, 127.0.0.0/8, `[::1]`), as the tools'
+ * origin policy reads hosts; anything it cannot parse is not.
+ */
 export function isLoopback(endpoint: string | undefined): boolean {
   if (endpoint === undefined) return false;
   try {
-    return ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(endpoint).hostname);
+    return parseAllowedOrigin(endpoint).loopback;
   } catch {
     return false;
   }

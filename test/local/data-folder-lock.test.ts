@@ -1,27 +1,17 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   DataFolderInUseError,
   LOCK_FILE,
   lockDataFolder,
   lockHolder,
 } from '../../functions/local/data-folder-lock';
+import { useTempFolders } from '../support/temp-folders';
 
 /** The data folder's lock: one holder, named; a dead holder's lock is taken over. */
 
-const folders: string[] = [];
-
-afterEach(async () => {
-  for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
-});
-
-async function folder(): Promise<string> {
-  const path = await mkdtemp(join(tmpdir(), 'tool-ledger-lock-'));
-  folders.push(path);
-  return path;
-}
+const folder = useTempFolders('tool-ledger-lock-');
 
 describe('data folder lock', () => {
   it('refuses a second holder and names the first', async () => {

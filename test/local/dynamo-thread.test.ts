@@ -1,12 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it, vi } from 'vitest';
 import type { LedgerStore } from '../../functions/ledger/ledger-store';
 import { LEDGER_UNAVAILABLE_TYPE, startLocalDynamo } from '../../functions/local/dynamo-server';
 import { buildRuntime, isLoopback } from '../../functions/wiring';
+import { clientFor as dynaliteClient } from '../support/dynalite';
+import { useTempFolders } from '../support/temp-folders';
 
 /**
  * Local mode's DynamoDB runs dynalite on a thread of its own (functions/local/dynamo-thread.ts): it
@@ -16,26 +17,8 @@ import { buildRuntime, isLoopback } from '../../functions/wiring';
  */
 
 const TABLE = 'tool-ledger';
-const folders: string[] = [];
-
-afterEach(async () => {
-  for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
-});
-
-async function folder(): Promise<string> {
-  const path = await mkdtemp(join(tmpdir(), 'tool-ledger-dynamo-thread-'));
-  folders.push(path);
-  return path;
-}
-
-function clientFor(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    maxAttempts: 1,
-  });
-}
+const folder = useTempFolders('tool-ledger-dynamo-thread-');
+const clientFor = (endpoint: string) => dynaliteClient(endpoint, { maxAttempts: 1 });
 
 const KEY = { pk: { S: 'local#thread-1' }, sk: { S: 'op' } };
 

@@ -1,13 +1,12 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import dynaliteDb from 'dynalite/db/index.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startLocalDynamo } from '../../functions/local/dynamo-server';
 import { repairIndexes } from '../../functions/local/index-repair';
 import { auditIndexes } from '../../scripts/soak/ledger-audit';
+import { clientFor } from '../support/dynalite';
+import { useTempFolders } from '../support/temp-folders';
 
 /**
  * The start-up repair of local mode's indexes, on the two states a `kill -9` leaves between dynalite's
@@ -16,11 +15,7 @@ import { auditIndexes } from '../../scripts/soak/ledger-audit';
  */
 
 const TABLE = 'tool-ledger';
-const folders: string[] = [];
-
-afterEach(async () => {
-  for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
-});
+const folder = useTempFolders('tool-ledger-repair-');
 
 function record(id: string, state: string, at: number, updated: string): Record<string, unknown> {
   const base = {
@@ -40,22 +35,13 @@ function record(id: string, state: string, at: number, updated: string): Record<
 
 /** A ledger folder holding `items`, written through dynalite's API. */
 async function ledgerWith(items: Record<string, unknown>[]): Promise<string> {
-  const path = await mkdtemp(join(tmpdir(), 'tool-ledger-repair-'));
-  folders.push(path);
+  const path = await folder();
   const dynamo = await startLocalDynamo({ path, port: 0, tableName: TABLE });
-  const client = client_(dynamo.endpoint);
+  const client = clientFor(dynamo.endpoint);
   for (const item of items) await client.send(new PutItemCommand({ TableName: TABLE, Item: marshall(item) }));
   client.destroy();
   await dynamo.stop();
   return path;
-}
-
-function client_(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
 }
 
 /** What dynalite would have written to the indexes for `before` → `after`, without the item itself. */
@@ -142,8 +128,7 @@ describe('start-up repair of the indexes', () => {
   });
 
   it('leaves a folder without the table alone', async () => {
-    const path = await mkdtemp(join(tmpdir(), 'tool-ledger-repair-'));
-    folders.push(path);
+    const path = await folder();
     expect(await repairIndexes(path, TABLE)).toMatchObject({ records: 0, missing: 0, orphaned: 0 });
   });
 });

@@ -13,6 +13,16 @@ export interface DynaliteHandle {
   stop(): Promise<void>;
 }
 
+/** A DynamoDB client for a dynalite at `endpoint` (dynalite takes any credentials). */
+export function clientFor(endpoint: string, options: { maxAttempts?: number } = {}): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: options.maxAttempts ?? 3,
+  });
+}
+
 /** Starts dynalite on a free loopback port (in memory unless `path` is given). */
 export async function startDynalite(path?: string): Promise<DynaliteHandle> {
   const server = dynalite({
@@ -23,13 +33,7 @@ export async function startDynalite(path?: string): Promise<DynaliteHandle> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const newClient = (options: { maxAttempts?: number } = {}) =>
-    new DynamoDBClient({
-      endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      maxAttempts: options.maxAttempts ?? 3,
-    });
+  const newClient = (options: { maxAttempts?: number } = {}) => clientFor(endpoint, options);
   const client = newClient();
   return {
     endpoint,
