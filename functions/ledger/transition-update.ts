@@ -61,9 +61,11 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
   if (write.to !== undefined) assign('state', write.to);
   if (write.history) {
     const history = x.name('history');
+    // A record read with history has the attribute (no transition removes it): a plain append.
+    const current = record.history?.length ? history : `if_not_exists(${history}, ${x.value([])})`;
     update +=
       `${update === '' ? 'SET ' : ', '}${history} = ` +
-      `list_append(if_not_exists(${history}, ${x.value([])}), ${x.value([historyText(write.history)])})`;
+      `list_append(${current}, ${x.value([historyText(write.history)])})`;
     next.history = [...(record.history ?? []), write.history];
   }
   const remove = write.remove ?? [];

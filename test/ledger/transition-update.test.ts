@@ -153,23 +153,34 @@ describe('the update of a transition', () => {
     expect(Object.values(built.names)).not.toContain('error');
   });
 
-  it('appends the history entry to the list as its JSON text, creating the list when absent', () => {
-    const entry = {
-      at: '2026-01-01T00:00:01.000Z',
-      from: 'queued' as const,
-      to: 'pending' as const,
-      attempt: 1,
-      by: 'w',
-    };
-    const built = transitionUpdate(read('queued', { attempt: 0 }), {
+  const claimEntry = {
+    at: '2026-01-01T00:00:01.000Z',
+    from: 'queued' as const,
+    to: 'pending' as const,
+    attempt: 1,
+    by: 'w',
+  };
+  const claim = (record: OperationRecord) =>
+    transitionUpdate(record, {
       transition: 'claim',
       expect: { states: ['queued'] },
       to: 'pending',
       set: { attempt: 1 },
-      history: entry,
+      history: claimEntry,
     });
+
+  it('appends the history entry to the list the record was read with, as its JSON text', () => {
+    const reserved = { at: '2026-01-01T00:00:00.000Z', from: null, to: 'queued' as const, attempt: 0, by: 'a' };
+    const built = claim(read('queued', { attempt: 0, history: [reserved] }));
     expect(spelled(built, built.update)).toContain(
-      `history = list_append(if_not_exists(history, []), ${JSON.stringify([JSON.stringify(entry)])})`,
+      `history = list_append(history, ${JSON.stringify([JSON.stringify(claimEntry)])})`,
+    );
+  });
+
+  it('creates the list when the record was read without history', () => {
+    const built = claim(read('queued', { attempt: 0, history: [] }));
+    expect(spelled(built, built.update)).toContain(
+      `history = list_append(if_not_exists(history, []), ${JSON.stringify([JSON.stringify(claimEntry)])})`,
     );
   });
 
