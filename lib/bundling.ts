@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type BundlingOptions, LogLevel, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
-import type { BuildOptions } from 'esbuild';
+import { AssetHashType, DockerImage } from 'aws-cdk-lib';
+import { Code } from 'aws-cdk-lib/aws-lambda';
+import { type BuildOptions, buildSync } from 'esbuild';
 import { TOOLS_MODULE_SPECIFIER } from '../functions/contract/tools-module';
 import { UPSTREAMS_MODULE_SPECIFIER } from '../functions/contract/upstreams-module';
 
@@ -26,34 +28,6 @@ export const UPSTREAMS_IMPORT = UPSTREAMS_MODULE_SPECIFIER;
 
 /** The repository root: handlers and the default tools module are found from here. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..');
-
-/** Lock files NodejsFunction understands, in the order it prefers them. */
-const LOCK_FILES = ['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml', 'bun.lockb'] as const;
-
-/**
- * The project NodejsFunction bundles from: the folder holding the nearest lock file at or above this
- * package. In this repository that is the repository itself; when tool-ledger is installed as a package
- * it is the consumer's project (npm ships no lock file inside a package), which also holds the
- * consumer's tools module, so both are inside the bundling root.
- *
- * @example
- * ```ts
- * const { projectRoot, lockFile } = bundlingProject(); // e.g. /home/me/infra, /home/me/infra/package-lock.json
- * ```
- */
-export function bundlingProject(from: string = PROJECT_ROOT): { projectRoot: string; lockFile: string } {
-  for (let dir = from; ; dir = path.dirname(dir)) {
-    for (const name of LOCK_FILES) {
-      const lockFile = path.join(dir, name);
-      if (existsSync(lockFile)) return { projectRoot: dir, lockFile };
-    }
-    if (path.dirname(dir) === dir) {
-      throw new Error(
-        `no lock file (${LOCK_FILES.join(', ')}) at or above ${from}: the Lambda bundles need one; run npm install in your project`,
-      );
-    }
-  }
-}
 
 /** The shipped tools module (the contract, §4), used when `toolsModule` is not set. */
 export const DEFAULT_TOOLS_MODULE = path.join(PROJECT_ROOT, 'functions', 'tools', 'builtin.ts');
@@ -99,63 +73,36 @@ export interface BundleSettings {
   files?: Readonly<Record<string, string>>;
 }
 
-/**
- * Shell commands that write `files` into the bundle's output folder. The content travels base64-encoded
- * through one `node -e`, so no shell quoting can alter it, on any platform local bundling runs on.
- */
-function writeFilesCommands(outputDir: string, files: Readonly<Record<string, string>>): string[] {
-  return Object.entries(files).map(([name, content]) => {
-    if (!/^[\w.-]+$/.test(name)) throw new Error(`bundled file name "${name}" must be a plain file name`);
-    const encoded = Buffer.from(content, 'utf8').toString('base64');
-    return (
-      `node -e "require('node:fs').writeFileSync(require('node:path').join(process.argv[1], process.argv[2]), ` +
-      `Buffer.from(process.argv[3], 'base64'))" "${outputDir}" "${name}" "${encoded}"`
-    );
-  });
-}
-
 function upstreamsModule(settings: BundleSettings): string {
   return settings.upstreams ? UPSTREAMS_MODULES.gateway : UPSTREAMS_MODULES.none;
 }
 
-/** NodejsFunction bundling options for a handler. */
-export function lambdaBundling(settings: BundleSettings): BundlingOptions {
-  return {
-    format: OutputFormat.ESM,
-    target: BUNDLE_TARGET,
-    minify: true,
-    sourceMap: true,
-    sourceMapMode: SourceMapMode.DEFAULT,
-    sourcesContent: false,
-    bundleAwsSDK: settings.bundleAwsSdk,
-    externalModules: settings.bundleAwsSdk ? [] : [...SDK_EXTERNALS],
-    mainFields: [...MAIN_FIELDS],
-    banner: ESM_REQUIRE_BANNER,
-    logLevel: LogLevel.WARNING,
-    esbuildArgs: {
-      '--alias': [
-        `${TOOLS_IMPORT}=${settings.toolsModule}`,
-        `${UPSTREAMS_IMPORT}=${upstreamsModule(settings)}`,
-      ],
-    },
-    ...(settings.files && Object.keys(settings.files).length > 0
-      ? {
-          commandHooks: {
-            beforeBundling: () => [],
-            beforeInstall: () => [],
-            afterBundling: (_inputDir: string, outputDir: string) =>
-              writeFilesCommands(outputDir, settings.files!),
-          },
-        }
-      : {}),
-  };
-}
+/** The file a handler bundle starts from: the Lambda handler setting is `index.handler`. */
+export const BUNDLE_ENTRY_FILE = 'index.mjs';
 
-/** The same bundle as {@link lambdaBundling}, as options for esbuild's JavaScript API. */
-export function esbuildOptions(entry: string, settings: BundleSettings): BuildOptions {
+/**
+ * A handler's bundle, as options for esbuild's JavaScript API: one ESM entry (`index.mjs`) in `outdir`,
+ * and the code that only some paths reach through a dynamic `import()` in chunks of its own
+ * (`chunks/`). A chunk is read and compiled when its path first runs, not at cold start: the read
+ * cache (Powertools idempotency and JMESPath), read tools and the SQS client stay out of the import a
+ * handler pays for on every cold start. Code that the entry and a chunk share goes into a chunk the
+ * entry imports statically.
+ *
+ * @example
+ * ```ts
+ * await build({ ...esbuildOptions(HANDLER_ENTRIES.executor, { toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false }, 'dist/executor') });
+ * // dist/executor/index.mjs, dist/executor/chunks/chunk-….mjs
+ * ```
+ */
+export function esbuildOptions(entry: string, settings: BundleSettings, outdir: string): BuildOptions {
   return {
-    entryPoints: [entry],
+    entryPoints: { index: entry },
     bundle: true,
+    splitting: true,
+    outdir,
+    entryNames: '[name]',
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
     platform: 'node',
     format: 'esm',
     target: BUNDLE_TARGET,
@@ -166,4 +113,48 @@ export function esbuildOptions(entry: string, settings: BundleSettings): BuildOp
     alias: { [TOOLS_IMPORT]: settings.toolsModule, [UPSTREAMS_IMPORT]: upstreamsModule(settings) },
     logLevel: 'warning',
   };
+}
+
+/**
+ * Builds a handler's bundle into `outdir` as the Lambda function ships it: {@link esbuildOptions} with
+ * a source map beside each file (no sources inside: the map only names lines), then `files` written
+ * next to the entry.
+ */
+export function bundleHandler(entry: string, settings: BundleSettings, outdir: string): void {
+  buildSync({ ...esbuildOptions(entry, settings, outdir), sourcemap: true, sourcesContent: false });
+  for (const [name, content] of Object.entries(settings.files ?? {})) {
+    if (!/^[\w.-]+$/.test(name)) throw new Error(`bundled file name "${name}" must be a plain file name`);
+    writeFileSync(path.join(outdir, name), content, 'utf8');
+  }
+}
+
+/**
+ * A handler's Lambda code: {@link bundleHandler} run by the CDK at synth (local bundling: esbuild is a
+ * dependency of this package, so no Docker is needed), the asset named after the bundle's own bytes.
+ * NodejsFunction is not used because it writes one file per handler (esbuild's `--outfile`), which
+ * rules out chunks.
+ */
+export function handlerCode(entry: string, settings: BundleSettings): Code {
+  // The source folder is only where the asset is said to come from: local bundling reads the entry
+  // and its imports, and nothing is copied from the folder.
+  return Code.fromAsset(PROJECT_ROOT, {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // Never pulled: local bundling always succeeds or throws. The command names what is bundled, so
+      // that the CDK's asset cache tells the handlers apart.
+      image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
+      command: ['tool-ledger-bundle', path.relative(PROJECT_ROOT, entry), settingsDigest(settings)],
+      local: {
+        tryBundle(outputDir: string): boolean {
+          bundleHandler(entry, settings, outputDir);
+          return true;
+        },
+      },
+    },
+  });
+}
+
+/** A digest of the settings (the files may be large): part of the asset cache's key, never shipped. */
+function settingsDigest(settings: BundleSettings): string {
+  return createHash('sha256').update(JSON.stringify(settings)).digest('hex');
 }

@@ -1,11 +1,10 @@
 import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Architecture, Function as LambdaFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { bundlingProject } from './bundling';
+import { BUNDLE_ENTRY_FILE, type BundleSettings, handlerCode } from './bundling';
 import type { WorkspaceMount } from './shared-workspace';
 
 /**
@@ -26,8 +25,8 @@ export interface HandlerFunctionProps {
   memorySize: number;
   /** Environment variables (functions/config.ts). */
   environment: Record<string, string>;
-  /** How the entry is bundled. */
-  bundling: BundlingOptions;
+  /** How the entry is bundled (lib/bundling.ts). */
+  bundling: BundleSettings;
   /** How long the function's logs are kept. */
   logRetention: RetentionDays;
   /** What happens to the log group when the stack is deleted. */
@@ -56,10 +55,10 @@ export interface HandlerNetwork {
   readonly securityGroups?: readonly ISecurityGroup[];
 }
 
-/** A NodejsFunction with its own role and log group. */
+/** A Lambda function with its own role and log group, its code bundled by lib/bundling.ts. */
 export class HandlerFunction extends Construct {
   /** The function. */
-  readonly fn: NodejsFunction;
+  readonly fn: LambdaFunction;
   /** Its execution role; grants are added to it. */
   readonly role: Role;
   /** Its log group. */
@@ -76,10 +75,9 @@ export class HandlerFunction extends Construct {
       removalPolicy: props.removalPolicy,
     });
     this.logGroup.grantWrite(this.role);
-    const project = bundlingProject();
-    this.fn = new NodejsFunction(this, 'Function', {
-      entry: props.entry,
-      handler: 'handler',
+    this.fn = new LambdaFunction(this, 'Function', {
+      code: handlerCode(props.entry, props.bundling),
+      handler: `${BUNDLE_ENTRY_FILE.replace(/\.mjs$/, '')}.handler`,
       description: props.description,
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
@@ -107,9 +105,6 @@ export class HandlerFunction extends Construct {
               securityGroups: props.mount.securityGroups,
             }
           : {}),
-      projectRoot: project.projectRoot,
-      depsLockFilePath: project.lockFile,
-      bundling: props.bundling,
     });
     Validations.of(this.fn).acknowledge({
       id: 'AwsSolutions-L1',

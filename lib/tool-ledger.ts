@@ -6,15 +6,15 @@ import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type Grant, type IGrantable, type IRole, ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { Function as HandlerLambda } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { LedgerRole } from '../functions/contract/routes';
 import { LEDGER_TABLE } from '../functions/contract/table';
 import { AlarmTopic } from './alarm-topic';
-import { lambdaBundling } from './bundling';
+import type { BundleSettings } from './bundling';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
 import { HandlerFunction } from './handler-function';
 import { instanceName } from './instance-name';
@@ -60,11 +60,11 @@ export class ToolLedger extends Construct {
   /** The REST API; its `url` ends with the stage, and routes start with `/v1`. */
   readonly api: RestApi;
   /** The API handler. */
-  readonly apiFunction: NodejsFunction;
+  readonly apiFunction: HandlerLambda;
   /** The SQS executor. */
-  readonly executorFunction: NodejsFunction;
+  readonly executorFunction: HandlerLambda;
   /** The scheduled reconciler. */
-  readonly reconcilerFunction: NodejsFunction;
+  readonly reconcilerFunction: HandlerLambda;
   /** `execute-api:Invoke` on each role's routes; attach to the roles bound in `tenants`. */
   readonly policies: Readonly<Record<LedgerRole, ManagedPolicy>>;
   /** `sqs:SendMessage` on the work queue, for orchestrators that enqueue work directly. */
@@ -110,11 +110,11 @@ export class ToolLedger extends Construct {
     });
     // Without upstreams the MCP gateway is left out of the bundles (lib/bundling.ts).
     const upstreams = settings.mcpUpstreams !== '';
-    const bundling = lambdaBundling({
+    const bundling: BundleSettings = {
       toolsModule: settings.toolsModule,
       bundleAwsSdk: settings.bundleAwsSdk,
       upstreams,
-    });
+    };
     const mount = workspaceMount(settings.sharedWorkspace);
     const common = {
       ...(mount === undefined ? {} : { mount }),
@@ -127,12 +127,7 @@ export class ToolLedger extends Construct {
 
     const api = new HandlerFunction(this, 'ApiHandler', {
       ...common,
-      bundling: lambdaBundling({
-        toolsModule: settings.toolsModule,
-        bundleAwsSdk: settings.bundleAwsSdk,
-        upstreams,
-        files: apiBundledFiles(settings),
-      }),
+      bundling: { ...bundling, files: apiBundledFiles(settings) },
       entry: settings.handlerEntries.api,
       description: 'tool-ledger HTTP API (the contract, §5)',
       timeout: settings.apiTimeout,

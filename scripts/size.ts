@@ -1,7 +1,9 @@
 /**
  * Bundle size report (`npm run size`): bundles each handler exactly as the CDK construct does
  * (lib/bundling.ts: ESM, minified, target node22, `@aws-sdk/*` left to the Lambda runtime, the tools
- * module swapped in by alias) and prints the minified and gzipped size of each.
+ * module swapped in by alias, code behind dynamic imports in chunks) and prints, for each, the minified
+ * and gzipped size of what a cold start loads (the entry and the chunks it imports statically) and the
+ * minified size of the chunks loaded on demand.
  *
  * Options: `--json` prints one JSON document instead of the table; `--tools <path>` measures with
  * another tools module; `--bundle-sdk` measures with the AWS SDK bundled; `--upstreams` measures a
@@ -13,15 +15,19 @@ import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES, PROJECT_ROOT } from '../lib/bundling';
+import { bundleOutputs, totalBytes } from './bundle-outputs';
 
 /** One handler's measurement; sizes are absent when the entry is missing or fails to bundle. */
 interface HandlerSize {
   handler: string;
   entry: string;
   status: 'ok' | 'missing' | 'failed';
+  /** What a cold start loads: the entry and the chunks it imports statically. */
   minifiedBytes?: number;
   gzipBytes?: number;
-  /** The three largest inputs, by bytes in the output. */
+  /** Chunks loaded on demand, by a dynamic import. */
+  lazyBytes?: number;
+  /** The three largest inputs of what a cold start loads, by bytes in the output. */
   largest?: { input: string; bytes: number }[];
   error?: string;
 }
@@ -46,17 +52,22 @@ async function measure(handler: string, entry: string): Promise<HandlerSize> {
   if (!existsSync(entry)) return { handler, entry: relative, status: 'missing' };
   try {
     const result = await build({
-      ...esbuildOptions(entry, settings),
+      ...esbuildOptions(entry, settings, path.join(PROJECT_ROOT, 'dist-size', handler)),
       write: false,
       metafile: true,
       logLevel: 'silent',
     });
-    const output = result.outputFiles[0]!.contents;
-    const inputs = Object.values(result.metafile.outputs)[0]?.inputs ?? {};
+    const outputs = bundleOutputs(result.metafile);
+    const contents = new Map(
+      result.outputFiles.map((file) => [path.relative(process.cwd(), file.path), file.contents]),
+    );
+    const atStart = Buffer.concat(outputs.atStart.map((file) => contents.get(file) ?? new Uint8Array()));
     const byPackage = new Map<string, number>();
-    for (const [input, { bytesInOutput }] of Object.entries(inputs)) {
-      const key = packageOf(input);
-      byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
+    for (const file of outputs.atStart) {
+      for (const [input, { bytesInOutput }] of Object.entries(result.metafile.outputs[file]?.inputs ?? {})) {
+        const key = packageOf(input);
+        byPackage.set(key, (byPackage.get(key) ?? 0) + bytesInOutput);
+      }
     }
     const largest = [...byPackage.entries()]
       .sort((a, b) => b[1] - a[1])
@@ -66,8 +77,9 @@ async function measure(handler: string, entry: string): Promise<HandlerSize> {
       handler,
       entry: relative,
       status: 'ok',
-      minifiedBytes: output.byteLength,
-      gzipBytes: gzipSync(output).byteLength,
+      minifiedBytes: atStart.byteLength,
+      gzipBytes: gzipSync(atStart).byteLength,
+      lazyBytes: totalBytes(outputs, outputs.lazy),
       largest,
     };
   } catch (error) {
@@ -105,17 +117,24 @@ if (values.json) {
     size.handler,
     kib(size.minifiedBytes),
     kib(size.gzipBytes),
+    kib(size.lazyBytes),
     size.status === 'ok'
       ? (size.largest ?? []).map((l) => `${l.input} ${kib(l.bytes)}`).join(', ')
       : size.status === 'missing'
         ? `missing: ${size.entry} does not exist yet`
         : `failed: ${size.error}`,
   ]);
-  const header = ['handler', 'min KiB', 'gzip KiB', 'largest inputs (KiB)'];
+  const header = [
+    'handler',
+    'at start min KiB',
+    'gzip KiB',
+    'on demand min KiB',
+    'largest inputs at start (KiB)',
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i === 1 || i === 2 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .map((cell, i) => (i >= 1 && i <= 3 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
       .join('  ');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));

@@ -1,20 +1,28 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { SETTINGS } from '../../functions/contract/environment';
 import { DEFAULT_TOOLS_MODULE, esbuildOptions } from '../../lib/bundling';
+import { bundleOutputs, totalBytes } from '../bundle-outputs';
 import { median } from './stats';
 
 /** Size and import time of one bundle. */
 export interface BundleFigure {
   name: string;
   entry: string;
-  /** Minified bytes, or undefined when the entry does not exist (yet) or failed to bundle. */
+  /**
+   * Minified bytes a cold start loads (the entry and the chunks it imports statically), or undefined
+   * when the entry does not exist (yet) or failed to bundle.
+   */
   bytes?: number;
+  /** Minified bytes of the chunks loaded on demand. */
+  lazyBytes?: number;
   /** Median time to import the bundle in a fresh Node process, ms (executor and baseline only). */
   importMs?: number;
+  /** Median of the per-round ratios of this bundle's import to the baseline's (executor only). */
+  importRatio?: number;
   note?: string;
 }
 
@@ -34,7 +42,8 @@ const ENTRIES: readonly { name: string; entry: string; timeImport: boolean }[] =
 
 /**
  * Bundles each Lambda entry the way the CDK ships it (esbuild, platform node, ESM, target node22,
- * minified, `@aws-sdk/*` external: the runtime provides the SDK; the options of lib/bundling.ts), then
+ * minified, `@aws-sdk/*` external: the runtime provides the SDK, code behind dynamic imports in chunks;
+ * the options of lib/bundling.ts), then
  * times `import()` of the executor bundle and of the Powertools baseline in fresh Node processes,
  * alternating between the two.
  */
@@ -48,33 +57,51 @@ export async function coldStart(spawns: number): Promise<BundleFigure[]> {
       figures.push({ name, entry, note: 'entry not written yet: skipped' });
       continue;
     }
-    const outfile = path.join(OUT_DIR, `${name.replace(/\W+/g, '-')}.mjs`);
+    const outdir = path.join(OUT_DIR, name.replace(/\W+/g, '-'));
     try {
       // The construct's defaults: the shipped tools, no MCP upstreams.
-      await build({
-        ...esbuildOptions(absolute, { toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false }),
-        outfile,
+      rmSync(outdir, { recursive: true, force: true });
+      const result = await build({
+        ...esbuildOptions(absolute, { toolsModule: DEFAULT_TOOLS_MODULE, bundleAwsSdk: false }, outdir),
+        metafile: true,
         logLevel: 'silent',
       });
-      figures.push({ name, entry, bytes: statSync(outfile).size });
-      outputs.set(name, outfile);
+      const files = bundleOutputs(result.metafile);
+      figures.push({
+        name,
+        entry,
+        bytes: totalBytes(files, files.atStart),
+        lazyBytes: totalBytes(files, files.lazy),
+      });
+      outputs.set(name, path.resolve(files.entry));
     } catch (error) {
       figures.push({ name, entry, note: `bundling failed: ${(error as Error).message.split('\n')[0]}` });
     }
   }
   const timed = ENTRIES.filter((e) => e.timeImport && outputs.has(e.name));
-  const samples = new Map<string, number[]>(timed.map((e) => [e.name, []]));
+  // One import of each timed bundle per round, alternating which goes first; a failed import is a hole.
+  const rounds = new Map<string, (number | undefined)[]>(timed.map((e) => [e.name, []]));
   for (let i = 0; i < spawns; i++) {
     const order = i % 2 === 0 ? timed : [...timed].reverse();
-    for (const { name } of order) {
-      const ms = await importTime(outputs.get(name) ?? '');
-      if (ms !== undefined) samples.get(name)?.push(ms);
-    }
+    for (const { name } of order) rounds.get(name)?.push(await importTime(outputs.get(name) ?? ''));
   }
+  const baseline = rounds.get(BASELINE_BUNDLE) ?? [];
   for (const figure of figures) {
-    const times = samples.get(figure.name);
-    if (times && times.length > 0) figure.importMs = median(times);
-    else if (times) figure.note = 'import failed in a fresh process';
+    const round = rounds.get(figure.name);
+    if (!round) continue;
+    const times = round.filter((ms): ms is number => ms !== undefined);
+    if (times.length === 0) {
+      figure.note = 'import failed in a fresh process';
+      continue;
+    }
+    figure.importMs = median(times);
+    if (figure.name === BASELINE_BUNDLE) continue;
+    // Paired as the other scenarios are: the two imports of a round ran back to back.
+    const ratios = round.flatMap((ms, i) => {
+      const base = baseline[i];
+      return ms !== undefined && base !== undefined ? [ms / base] : [];
+    });
+    if (ratios.length > 0) figure.importRatio = median(ratios);
   }
   return figures;
 }

@@ -37,7 +37,7 @@ import {
   warmReplay,
 } from './scenarios';
 
-const SPAWNS = 10;
+const SPAWNS = 20;
 /** Operations per side of the local-mode throughput row (scaled by BENCH_SCALE, at least 200). */
 const LOCAL_OPERATIONS = 2_000;
 /** Concurrent clients of the local-mode throughput row. */
