@@ -49,8 +49,8 @@ const loadedSync = new Map<string, ToolManifest>();
 /**
  * {@link readToolManifest} for code that cannot wait: the construct's constructor, so that
  * `new ToolLedger(this, 'L', { toolsModule })` checks the tools' retention and timeouts (the contract, §8)
- * without the app loading anything first. The module is bundled with esbuild (which NodejsFunction
- * needs anyway), as the handlers' bundles are, into a CommonJS file that Node can require
+ * without the app loading anything first. The module is bundled with esbuild (which the handlers' bundling
+ * uses anyway), as the handlers' bundles are, into a CommonJS file that Node can require
  * synchronously; the result is kept per module and environment for the life of the process.
  *
  * @example

@@ -9,7 +9,7 @@ import { buildRuntime } from '../wiring';
  *
  * @example
  * ```ts
- * // CDK: new NodejsFunction(this, 'Api', { entry: 'functions/handlers/api.ts', handler: 'handler' })
+ * // CDK: new HandlerFunction(this, 'ApiHandler', { entry: HANDLER_ENTRIES.api, … }) (lib/handler-function.ts)
  * ```
  */
 export const handler = lambdaApiHandler(() => {
