@@ -170,7 +170,13 @@ describe('the update of a transition', () => {
     });
 
   it('appends the history entry to the list the record was read with, as its JSON text', () => {
-    const reserved = { at: '2026-01-01T00:00:00.000Z', from: null, to: 'queued' as const, attempt: 0, by: 'a' };
+    const reserved = {
+      at: '2026-01-01T00:00:00.000Z',
+      from: null,
+      to: 'queued' as const,
+      attempt: 0,
+      by: 'a',
+    };
     const built = claim(read('queued', { attempt: 0, history: [reserved] }));
     expect(spelled(built, built.update)).toContain(
       `history = list_append(history, ${JSON.stringify([JSON.stringify(claimEntry)])})`,
