@@ -36,12 +36,12 @@ function read(state: OperationState, extra: Partial<OperationRecord> = {}): Oper
 /** An expression with its placeholders replaced by the names and values they stand for. */
 function spelled(built: TransitionUpdate, expression: string): string {
   return expression
-    .replace(/#n\d+/g, (ref) => {
+    .replace(/#[0-9a-z]+/g, (ref) => {
       const name = built.names[ref];
       if (name === undefined) throw new Error(`unbound name ${ref}`);
       return name;
     })
-    .replace(/:v\d+/g, (ref) => {
+    .replace(/:[0-9a-z]+/g, (ref) => {
       if (!(ref in built.values)) throw new Error(`unbound value ${ref}`);
       return JSON.stringify(built.values[ref]);
     });
