@@ -35,7 +35,7 @@ export interface TransitionUpdate {
  * @example
  * ```ts
  * transitionUpdate(queuedRecord, { transition: 'claim', expect: { states: ['queued'], attempt: 0 }, to: 'pending', set: { attempt: 1 } });
- * // { update: 'SET #0 = :0, #1 = :1', condition: '#1 = :2 AND #0 = :3', … }
+ * // { update: 'SET #0=:0,#1=:1', condition: '#1=:2 AND #0=:3', … }
  * ```
  */
 export function transitionUpdate(record: OperationRecord, write: TransitionWrite): TransitionUpdate {
@@ -64,39 +64,39 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
   if (write.history) {
     const history = x.name('history');
     // A record read with history has the attribute (no transition removes it): a plain append.
-    const current = record.history?.length ? history : `if_not_exists(${history}, ${x.value([])})`;
+    const current = record.history?.length ? history : `if_not_exists(${history},${x.value([])})`;
     update +=
-      `${update === '' ? 'SET ' : ', '}${history} = ` +
-      `list_append(${current}, ${x.value([historyText(write.history)])})`;
+      `${update === '' ? 'SET ' : ','}${history}=` +
+      `list_append(${current},${x.value([historyText(write.history)])})`;
     next.history = [...(record.history ?? []), write.history];
   }
   const remove = write.remove ?? [];
   for (let i = 0; i < remove.length; i++) {
     const attr = remove[i] as string;
-    update += `${i === 0 ? ' REMOVE ' : ', '}${x.name(attr)}`;
+    update += `${i === 0 ? ' REMOVE ' : ','}${x.name(attr)}`;
     delete next[attr];
   }
 
-  let condition = `${x.name('state')} = ${x.value(record.state)}`;
+  let condition = `${x.name('state')}=${x.value(record.state)}`;
   condition += x.equal('attempt', expect.attempt);
   condition += x.equal('lease_owner', expect.leaseOwner);
   condition += x.equal('arguments_digest', expect.digest);
   if (expect.leaseExpiredBefore !== undefined) {
-    condition += ` AND ${x.name('lease_expires_at')} < ${x.value(expect.leaseExpiredBefore)}`;
+    condition += ` AND ${x.name('lease_expires_at')}<${x.value(expect.leaseExpiredBefore)}`;
   }
   if (expect.reconcileChecks !== undefined) {
     const checks = x.name('reconcile_checks');
     const value = x.value(expect.reconcileChecks);
     condition +=
       expect.reconcileChecks === 0
-        ? ` AND (attribute_not_exists(${checks}) OR ${checks} = ${value})`
-        : ` AND ${checks} = ${value}`;
+        ? ` AND (attribute_not_exists(${checks}) OR ${checks}=${value})`
+        : ` AND ${checks}=${value}`;
   }
   condition += x.equal(LEDGER_TABLE.indexes.attention.sortKey.name, expect.attentionAt);
   condition += x.equal('reservation_id', expect.reservationId);
 
   if (expect.approvalDeadlineAfter !== undefined) {
-    condition += ` AND ${x.name('approval_deadline')} > ${x.value(expect.approvalDeadlineAfter)}`;
+    condition += ` AND ${x.name('approval_deadline')}>${x.value(expect.approvalDeadlineAfter)}`;
   }
 
   return {
@@ -110,8 +110,9 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
 
 /**
  * The placeholders of one request's expressions: one per attribute name, one per equal scalar value,
- * each spelled with as few characters as it can (`#0`…`#z`, `:0`…`:z`, then two): DynamoDB (and
- * dynalite, whose expression parser costs by the token and the character) reads every one of them.
+ * each spelled with as few characters as it can (`#0`…`#z`, `:0`…`:z`, then two). The expressions
+ * leave out the optional spaces too (`#0=:0,#1=:1`): DynamoDB, and dynalite, whose expression parser
+ * costs by the token and the character, read every one of them.
  */
 class Placeholders {
   readonly names: Record<string, string> = {};
@@ -147,11 +148,11 @@ class Placeholders {
 
   /** Adds `attr = value` to the `SET` clause. */
   assign(attr: string, value: unknown): void {
-    this.update += `${this.update === '' ? 'SET ' : ', '}${this.name(attr)} = ${this.value(value)}`;
+    this.update += `${this.update === '' ? 'SET ' : ','}${this.name(attr)}=${this.value(value)}`;
   }
 
   /** ` AND attr = value`, or nothing when no value is expected. */
   equal(attr: string, value: unknown): string {
-    return value === undefined ? '' : ` AND ${this.name(attr)} = ${this.value(value)}`;
+    return value === undefined ? '' : ` AND ${this.name(attr)}=${this.value(value)}`;
   }
 }
