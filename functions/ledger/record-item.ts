@@ -1,5 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { convertToAttr, marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { HistoryEntry, OperationRecord } from '../domain/operation';
 
 /**
@@ -23,7 +23,36 @@ import type { HistoryEntry, OperationRecord } from '../domain/operation';
  * ```
  */
 export function toAttributes(value: object): Record<string, AttributeValue> {
-  return marshall(value, { removeUndefinedValues: true, convertClassInstanceToMap: false });
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return marshall(value, MARSHALL_OPTIONS);
+  // A record's attributes are mostly strings, safe numbers and lists of strings (its history): those
+  // are converted here, exactly as util-dynamodb converts them, without its generic type tests (a
+  // twentieth of a first execution's client time); everything else goes through util-dynamodb.
+  const out: Record<string, AttributeValue> = {};
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'string') out[key] = { S: v };
+    else if (typeof v === 'number' && v <= Number.MAX_SAFE_INTEGER && v >= Number.MIN_SAFE_INTEGER)
+      out[key] = { N: String(v) };
+    else if (v !== undefined && typeof v !== 'function')
+      out[key] = listOfStrings(v) ?? convertToAttr(v, MARSHALL_OPTIONS);
+  }
+  return out;
+}
+
+/** Undefined values are left out; class instances are refused rather than stored as maps. */
+const MARSHALL_OPTIONS = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
+
+/** The list attribute of an array of strings only; anything else is left to util-dynamodb. */
+function listOfStrings(value: unknown): AttributeValue | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const list: AttributeValue[] = new Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const item: unknown = value[i];
+    if (typeof item !== 'string') return undefined;
+    list[i] = { S: item };
+  }
+  return { L: list };
 }
 
 /**

@@ -27,15 +27,15 @@ export interface TransitionUpdate {
  * record was read in, or when the state machine (functions/domain/states.ts) does not allow the move
  * the write names.
  *
- * Each attribute name gets one `#n…` however often it is used, and an equal string, number or boolean
- * one `:v…` (a commit's outcome code and state, its lease owner and `outcome_by`, its two timestamps):
+ * Each attribute name gets one `#…` however often it is used, and an equal string, number or boolean
+ * one `:…` (a commit's outcome code and state, its lease owner and `outcome_by`, its two timestamps):
  * a shorter request for the SDK to serialize and for DynamoDB to validate. Names always go through
  * placeholders, so no attribute can clash with a reserved word.
  *
  * @example
  * ```ts
  * transitionUpdate(queuedRecord, { transition: 'claim', expect: { states: ['queued'], attempt: 0 }, to: 'pending', set: { attempt: 1 } });
- * // { update: 'SET #n0 = :v0, #n1 = :v1', condition: '#n1 = :v2 AND #n0 = :v3', … }
+ * // { update: 'SET #0=:0,#1=:1', condition: '#1=:2 AND #0=:3', … }
  * ```
  */
 export function transitionUpdate(record: OperationRecord, write: TransitionWrite): TransitionUpdate {
@@ -47,57 +47,58 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
     );
   }
   assertTransitions(write.transition, expect.states, write.to);
-  const next = { ...record } as unknown as Record<string, unknown>;
+  // Object.assign, not a spread: V8 gives a spread's copy the record's own shape, and the fields a
+  // commit adds to it then cost microseconds each (~20 µs per transition measured, against ~1).
+  const next = Object.assign({}, record) as unknown as Record<string, unknown>;
   const x = new Placeholders();
-  let update = '';
-  const assign = (attr: string, value: unknown) => {
-    update += `${update === '' ? 'SET ' : ', '}${x.name(attr)} = ${x.value(value)}`;
-    next[attr] = value;
-  };
   for (const attr in write.set) {
     const value = write.set[attr as keyof OperationRecord];
-    if (value !== undefined) assign(attr, value);
+    if (value !== undefined) {
+      x.assign(attr, value);
+      next[attr] = value;
+    }
   }
-  if (write.to !== undefined) assign('state', write.to);
+  if (write.to !== undefined) {
+    x.assign('state', write.to);
+    next.state = write.to;
+  }
+  let update = x.update;
   if (write.history) {
     const history = x.name('history');
     // A record read with history has the attribute (no transition removes it): a plain append.
-    const current = record.history?.length ? history : `if_not_exists(${history}, ${x.value([])})`;
+    const current = record.history?.length ? history : `if_not_exists(${history},${x.value([])})`;
     update +=
-      `${update === '' ? 'SET ' : ', '}${history} = ` +
-      `list_append(${current}, ${x.value([historyText(write.history)])})`;
+      `${update === '' ? 'SET ' : ','}${history}=` +
+      `list_append(${current},${x.value([historyText(write.history)])})`;
     next.history = [...(record.history ?? []), write.history];
   }
   const remove = write.remove ?? [];
   for (let i = 0; i < remove.length; i++) {
     const attr = remove[i] as string;
-    update += `${i === 0 ? ' REMOVE ' : ', '}${x.name(attr)}`;
+    update += `${i === 0 ? ' REMOVE ' : ','}${x.name(attr)}`;
     delete next[attr];
   }
 
-  let condition = `${x.name('state')} = ${x.value(record.state)}`;
-  const equal = (attr: string, value: unknown) => {
-    if (value !== undefined) condition += ` AND ${x.name(attr)} = ${x.value(value)}`;
-  };
-  equal('attempt', expect.attempt);
-  equal('lease_owner', expect.leaseOwner);
-  equal('arguments_digest', expect.digest);
+  let condition = `${x.name('state')}=${x.value(record.state)}`;
+  condition += x.equal('attempt', expect.attempt);
+  condition += x.equal('lease_owner', expect.leaseOwner);
+  condition += x.equal('arguments_digest', expect.digest);
   if (expect.leaseExpiredBefore !== undefined) {
-    condition += ` AND ${x.name('lease_expires_at')} < ${x.value(expect.leaseExpiredBefore)}`;
+    condition += ` AND ${x.name('lease_expires_at')}<${x.value(expect.leaseExpiredBefore)}`;
   }
   if (expect.reconcileChecks !== undefined) {
     const checks = x.name('reconcile_checks');
     const value = x.value(expect.reconcileChecks);
     condition +=
       expect.reconcileChecks === 0
-        ? ` AND (attribute_not_exists(${checks}) OR ${checks} = ${value})`
-        : ` AND ${checks} = ${value}`;
+        ? ` AND (attribute_not_exists(${checks}) OR ${checks}=${value})`
+        : ` AND ${checks}=${value}`;
   }
-  equal(LEDGER_TABLE.indexes.attention.sortKey.name, expect.attentionAt);
-  equal('reservation_id', expect.reservationId);
+  condition += x.equal(LEDGER_TABLE.indexes.attention.sortKey.name, expect.attentionAt);
+  condition += x.equal('reservation_id', expect.reservationId);
 
   if (expect.approvalDeadlineAfter !== undefined) {
-    condition += ` AND ${x.name('approval_deadline')} > ${x.value(expect.approvalDeadlineAfter)}`;
+    condition += ` AND ${x.name('approval_deadline')}>${x.value(expect.approvalDeadlineAfter)}`;
   }
 
   return {
@@ -109,10 +110,17 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
   };
 }
 
-/** The placeholders of one request's expressions: one per attribute name, one per equal scalar value. */
+/**
+ * The placeholders of one request's expressions: one per attribute name, one per equal scalar value,
+ * each spelled with as few characters as it can (`#0`…`#z`, `:0`…`:z`, then two). The expressions
+ * leave out the optional spaces too (`#0=:0,#1=:1`): DynamoDB, and dynalite, whose expression parser
+ * costs by the token and the character, read every one of them.
+ */
 class Placeholders {
   readonly names: Record<string, string> = {};
   readonly values: Record<string, unknown> = {};
+  /** The `SET` clause so far (`''` before the first assignment). */
+  update = '';
   private readonly byName = new Map<string, string>();
   private readonly byValue = new Map<unknown, string>();
   private count = 0;
@@ -121,7 +129,7 @@ class Placeholders {
   name(attr: string): string {
     let ref = this.byName.get(attr);
     if (ref === undefined) {
-      ref = `#n${this.byName.size}`;
+      ref = `#${this.byName.size.toString(36)}`;
       this.byName.set(attr, ref);
       this.names[ref] = attr;
     }
@@ -133,10 +141,20 @@ class Placeholders {
     const scalar = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
     let ref = scalar ? this.byValue.get(value) : undefined;
     if (ref === undefined) {
-      ref = `:v${this.count++}`;
+      ref = `:${(this.count++).toString(36)}`;
       this.values[ref] = value;
       if (scalar) this.byValue.set(value, ref);
     }
     return ref;
+  }
+
+  /** Adds `attr = value` to the `SET` clause. */
+  assign(attr: string, value: unknown): void {
+    this.update += `${this.update === '' ? 'SET ' : ','}${this.name(attr)}=${this.value(value)}`;
+  }
+
+  /** ` AND attr = value`, or nothing when no value is expected. */
+  equal(attr: string, value: unknown): string {
+    return value === undefined ? '' : ` AND ${this.name(attr)}=${this.value(value)}`;
   }
 }

@@ -36,12 +36,12 @@ function read(state: OperationState, extra: Partial<OperationRecord> = {}): Oper
 /** An expression with its placeholders replaced by the names and values they stand for. */
 function spelled(built: TransitionUpdate, expression: string): string {
   return expression
-    .replace(/#n\d+/g, (ref) => {
+    .replace(/#[0-9a-z]+/g, (ref) => {
       const name = built.names[ref];
       if (name === undefined) throw new Error(`unbound name ${ref}`);
       return name;
     })
-    .replace(/:v\d+/g, (ref) => {
+    .replace(/:[0-9a-z]+/g, (ref) => {
       if (!(ref in built.values)) throw new Error(`unbound value ${ref}`);
       return JSON.stringify(built.values[ref]);
     });
@@ -55,7 +55,7 @@ describe('the condition of a transition', () => {
       to: 'pending',
       set: {},
     });
-    expect(spelled(built, built.condition)).toBe('state = "queued"');
+    expect(spelled(built, built.condition)).toBe('state="queued"');
   });
 
   it('refuses a write that expects any other state than the one read, or more than one', () => {
@@ -93,13 +93,13 @@ describe('the condition of a transition', () => {
       set: {},
     });
     expect(spelled(built, built.condition).split(' AND ')).toEqual([
-      'state = "pending"',
-      'attempt = 2',
-      'lease_owner = "w-1/abc"',
-      'arguments_digest = "v1:00"',
-      'lease_expires_at < 1700000000000',
-      'attention_at = 1699999999000',
-      'reservation_id = "r-1"',
+      'state="pending"',
+      'attempt=2',
+      'lease_owner="w-1/abc"',
+      'arguments_digest="v1:00"',
+      'lease_expires_at<1700000000000',
+      'attention_at=1699999999000',
+      'reservation_id="r-1"',
     ]);
   });
 
@@ -110,14 +110,14 @@ describe('the condition of a transition', () => {
       set: { reconcile_checks: 1 },
     });
     expect(spelled(first, first.condition)).toContain(
-      '(attribute_not_exists(reconcile_checks) OR reconcile_checks = 0)',
+      '(attribute_not_exists(reconcile_checks) OR reconcile_checks=0)',
     );
     const later = transitionUpdate(read('uncertain'), {
       transition: 'defer_attention',
       expect: { states: ['uncertain'], reconcileChecks: 2 },
       set: { reconcile_checks: 3 },
     });
-    expect(spelled(later, later.condition)).toContain('reconcile_checks = 2');
+    expect(spelled(later, later.condition)).toContain('reconcile_checks=2');
     expect(later.condition).not.toContain('attribute_not_exists');
   });
 
@@ -133,7 +133,7 @@ describe('the condition of a transition', () => {
     expect(Object.values(built.values).filter((v) => v === 'w-1/abc')).toHaveLength(1);
     expect(new Set(Object.values(built.names)).size).toBe(Object.keys(built.names).length);
     expect(spelled(built, built.update)).toBe(
-      'SET outcome_code = "succeeded", outcome_by = "w-1/abc", state = "succeeded"',
+      'SET outcome_code="succeeded",outcome_by="w-1/abc",state="succeeded"',
     );
   });
 });
@@ -148,7 +148,7 @@ describe('the update of a transition', () => {
       remove: ['lease_owner', 'attention_at'],
     });
     expect(spelled(built, built.update)).toBe(
-      'SET outcome_code = "succeeded", result = "{\\"ok\\":true}", state = "succeeded" REMOVE lease_owner, attention_at',
+      'SET outcome_code="succeeded",result="{\\"ok\\":true}",state="succeeded" REMOVE lease_owner,attention_at',
     );
     expect(Object.values(built.names)).not.toContain('error');
   });
@@ -179,14 +179,14 @@ describe('the update of a transition', () => {
     };
     const built = claim(read('queued', { attempt: 0, history: [reserved] }));
     expect(spelled(built, built.update)).toContain(
-      `history = list_append(history, ${JSON.stringify([JSON.stringify(claimEntry)])})`,
+      `history=list_append(history,${JSON.stringify([JSON.stringify(claimEntry)])})`,
     );
   });
 
   it('creates the list when the record was read without history', () => {
     const built = claim(read('queued', { attempt: 0, history: [] }));
     expect(spelled(built, built.update)).toContain(
-      `history = list_append(if_not_exists(history, []), ${JSON.stringify([JSON.stringify(claimEntry)])})`,
+      `history=list_append(if_not_exists(history,[]),${JSON.stringify([JSON.stringify(claimEntry)])})`,
     );
   });
 
@@ -196,7 +196,7 @@ describe('the update of a transition', () => {
       expect: { states: ['queued'], attempt: 0 },
       set: { attention_at: 5, requeue_count: 1 },
     });
-    expect(spelled(built, built.update)).toBe('SET attention_at = 5, requeue_count = 1');
+    expect(spelled(built, built.update)).toBe('SET attention_at=5,requeue_count=1');
   });
 });
 
