@@ -6,6 +6,7 @@ import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { inProcessDynamo } from './local/in-process-dynamo';
 import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { parseAllowedOrigin } from './tools/origin-policy';
@@ -39,6 +40,16 @@ const LOCAL_SIGNER = {
     return request;
   },
 };
+
+/**
+ * Local mode's own DynamoDB thread, when this process started it for `endpoint`: its clients send
+ * their requests over a MessagePort instead of the loopback socket (functions/local/in-process-dynamo.ts).
+ * Only with the local flag; anywhere else the SDK's HTTP handler is used.
+ */
+function localRequestHandler(local: boolean, endpoint: string | undefined) {
+  const requestHandler = local ? inProcessDynamo(endpoint) : undefined;
+  return requestHandler ? { requestHandler } : {};
+}
 
 /**
  * True for an endpoint on this machine's loopback (`localhost`, 127.0.0.0/8, `[::1]`), as the tools'
@@ -97,6 +108,8 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     // A request that hangs is retried well inside the sync budget (a lost response is recognised by
     // who wrote the record), instead of waiting for the socket's own timeout.
     ...SDK_CLIENT_SETTINGS,
+    // After the settings: local mode's own thread replaces the HTTP handler and its timeouts.
+    ...localRequestHandler(local, dynamoEndpoint),
   });
   const queue = config.queueUrl
     ? new SqsWorkQueue(async () => {

@@ -1,8 +1,9 @@
 import { mkdir } from 'node:fs/promises';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
 import type { DynamoThreadData, DynamoThreadMessage } from './dynamo-thread';
+import { InProcessDynamoHandler, registerInProcessDynamo } from './in-process-dynamo';
 
 /**
  * DynamoDB for local mode: dynalite on a thread of this process (dynamo-thread.ts), on 127.0.0.1,
@@ -44,15 +45,18 @@ export async function startLocalDynamo(options: {
   guardFolders?: string[];
 }): Promise<LocalDynamo> {
   await mkdir(options.path, { recursive: true });
+  const channel = new MessageChannel();
   const workerData: DynamoThreadData = {
     path: options.path,
     port: options.port,
     guardFolders: options.guardFolders ?? [],
+    requests: channel.port2,
   };
   // No inherited Node flags: the entry registers its own loader, and a flag meant for the process
   // (a profiler, a second `--import`) is not the thread's.
   const worker = new Worker(new URL('./dynamo-thread-entry.mjs', import.meta.url), {
     workerData,
+    transferList: [channel.port2],
     execArgv: [],
   });
   let stopping = false;
@@ -72,14 +76,18 @@ export async function startLocalDynamo(options: {
     // dynalite opens its LevelDB folder before it listens: end the thread, and with it the folder's lock.
     stopping = true;
     await worker.terminate();
+    channel.port1.close();
     throw error;
   });
   const endpoint = `http://127.0.0.1:${port}`;
+  const unregister = registerInProcessDynamo(endpoint, new InProcessDynamoHandler(channel.port1));
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    unregister();
     worker.postMessage('stop');
     await exited;
+    channel.port1.close();
   };
   const client = new DynamoDBClient({
     endpoint,

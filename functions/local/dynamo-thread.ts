@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parentPort, workerData } from 'node:worker_threads';
+import { Readable } from 'node:stream';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import dynalite from 'dynalite';
 import { DataFolderGuard } from './data-folder-guard';
 
@@ -17,6 +18,25 @@ export interface DynamoThreadData {
   port: number;
   /** Folders to watch before every request (fail closed); none: no guard. */
   guardFolders: string[];
+  /** Where this process's own handlers send their requests, without HTTP (in-process-transport.ts). */
+  requests?: MessagePort;
+}
+
+/** A request from this process's handlers: what the SDK would have sent over HTTP. */
+export interface InProcessRequest {
+  id: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string | Uint8Array;
+}
+
+/** Its answer: what dynalite would have written to the socket. */
+export interface InProcessResponse {
+  id: number;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
 }
 
 /** Messages from this thread. */
@@ -32,6 +52,7 @@ async function run(port: NonNullable<typeof parentPort>, data: DynamoThreadData)
   const guard = data.guardFolders.length > 0 ? await DataFolderGuard.watch(data.guardFolders) : undefined;
   const server: Server = dynalite({ path: data.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   if (guard) guardRequests(server, guard);
+  if (data.requests) serveInProcess(data.requests, server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(data.port, '127.0.0.1', () => {
@@ -41,6 +62,7 @@ async function run(port: NonNullable<typeof parentPort>, data: DynamoThreadData)
   });
   // The one message from the starting thread is "stop": close every connection, then end the thread.
   port.once('message', () => {
+    data.requests?.close();
     server.close(() => port.close());
     server.closeAllConnections();
   });
@@ -48,6 +70,42 @@ async function run(port: NonNullable<typeof parentPort>, data: DynamoThreadData)
     kind: 'listening',
     port: (server.address() as AddressInfo).port,
   } satisfies DynamoThreadMessage);
+}
+
+/**
+ * Serves the handlers of this process over a MessagePort: each message goes through the same request
+ * handlers as an HTTP request (the guard, then dynalite), with a request and response that carry only
+ * what they read and write: method, path, headers and body; status, headers and body.
+ */
+function serveInProcess(requests: MessagePort, server: Server): void {
+  requests.on('message', (message: InProcessRequest) => {
+    const body = typeof message.body === 'string' ? Buffer.from(message.body) : Buffer.from(message.body);
+    const req = Object.assign(Readable.from(body.length === 0 ? [] : [body]), {
+      method: message.method,
+      url: message.path,
+      headers: message.headers,
+    });
+    const headers: Record<string, string> = {};
+    const res = {
+      statusCode: 200,
+      setHeader(name: string, value: unknown) {
+        headers[name.toLowerCase()] = String(value);
+      },
+      writeHead(status: number, more: Record<string, unknown>) {
+        res.statusCode = status;
+        for (const [name, value] of Object.entries(more)) res.setHeader(name, value);
+      },
+      end(body?: string | Buffer) {
+        requests.postMessage({
+          id: message.id,
+          status: res.statusCode,
+          headers,
+          body: body === undefined ? '' : body.toString(),
+        } satisfies InProcessResponse);
+      },
+    };
+    server.emit('request', req, res);
+  });
 }
 
 /** Puts the guard in front of dynalite's request handler. */

@@ -1,10 +1,11 @@
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
 import type { LedgerStore } from '../../functions/ledger/ledger-store';
 import { LEDGER_UNAVAILABLE_TYPE, startLocalDynamo } from '../../functions/local/dynamo-server';
+import { InProcessDynamoHandler, inProcessDynamo } from '../../functions/local/in-process-dynamo';
 import { buildRuntime, isLoopback } from '../../functions/wiring';
 import { clientFor as dynaliteClient } from '../support/dynalite';
 import { useTempFolders } from '../support/temp-folders';
@@ -13,7 +14,8 @@ import { useTempFolders } from '../support/temp-folders';
  * Local mode's DynamoDB runs dynalite on a thread of its own (functions/local/dynamo-thread.ts): it
  * serves and persists across a stop and a start, refuses every request once its data folder is gone,
  * reports a port it cannot take as a failed start, and ends its thread on stop. Local mode's handlers
- * send it a fixed, well-formed SigV4 header instead of computing a signature; anywhere else the SDK signs.
+ * send it a fixed, well-formed SigV4 header instead of computing a signature, over a MessagePort instead
+ * of the loopback socket; anywhere else the SDK signs and sends over HTTP.
  */
 
 const TABLE = 'tool-ledger';
@@ -155,5 +157,91 @@ describe("local mode's signing of its DynamoDB requests", () => {
         isLoopback,
       ),
     ).toEqual([false, false, false, false]);
+  });
+});
+
+describe("local mode's handlers reach their DynamoDB thread over a MessagePort", () => {
+  const runtimeClient = (env: Record<string, string>) =>
+    (buildRuntime(() => [], { TOOL_LEDGER_TABLE_NAME: TABLE, ...env }).deps.store as LedgerStore).client;
+
+  it('with the local flag and the thread started in this process: the same store as over HTTP', async () => {
+    const dynamo = await startLocalDynamo({ path: await folder(), port: 0, tableName: TABLE });
+    const overHttp = clientFor(dynamo.endpoint);
+    try {
+      const local = runtimeClient({
+        TOOL_LEDGER_LOCAL: 'true',
+        TOOL_LEDGER_DYNAMODB_ENDPOINT: dynamo.endpoint,
+      });
+      expect(local.config.requestHandler).toBeInstanceOf(InProcessDynamoHandler);
+      await local.send(new PutItemCommand({ TableName: TABLE, Item: { ...KEY, state: { S: 'pending' } } }));
+      const read = await overHttp.send(
+        new GetItemCommand({ TableName: TABLE, Key: KEY, ConsistentRead: true }),
+      );
+      expect(read.Item?.state).toEqual({ S: 'pending' });
+      // A failed condition comes back as the same error over either way.
+      const refused = await local
+        .send(
+          new PutItemCommand({
+            TableName: TABLE,
+            Item: { ...KEY, state: { S: 'queued' } },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        )
+        .then(
+          () => undefined,
+          (error: unknown) => (error as { name: string }).name,
+        );
+      expect(refused).toBe('ConditionalCheckFailedException');
+      local.destroy();
+
+      const withoutFlag = runtimeClient({ TOOL_LEDGER_DYNAMODB_ENDPOINT: dynamo.endpoint });
+      expect(withoutFlag.config.requestHandler).not.toBeInstanceOf(InProcessDynamoHandler);
+      withoutFlag.destroy();
+    } finally {
+      overHttp.destroy();
+      await dynamo.stop();
+    }
+  });
+
+  it('is guarded like HTTP: refused with the ledger-unavailable error once a guarded folder is gone', async () => {
+    const data = await folder();
+    const path = join(data, 'ledger');
+    const dynamo = await startLocalDynamo({ path, port: 0, tableName: TABLE, guardFolders: [data, path] });
+    const local = runtimeClient({
+      TOOL_LEDGER_LOCAL: 'true',
+      TOOL_LEDGER_DYNAMODB_ENDPOINT: dynamo.endpoint,
+    });
+    try {
+      expect(local.config.requestHandler).toBeInstanceOf(InProcessDynamoHandler);
+      await rm(data, { recursive: true, force: true });
+      const refused = await local.send(new GetItemCommand({ TableName: TABLE, Key: KEY })).then(
+        () => undefined,
+        (error: unknown) => error as { name: string; message: string },
+      );
+      expect(refused?.name).toBe(LEDGER_UNAVAILABLE_TYPE.split('#')[1]);
+      expect(refused?.message).toContain('data_folder_missing');
+    } finally {
+      local.destroy();
+      await dynamo.stop();
+    }
+  });
+
+  it('fails a request at once after the thread stopped, and no longer offers the handler', async () => {
+    const dynamo = await startLocalDynamo({ path: await folder(), port: 0, tableName: TABLE });
+    const handler = inProcessDynamo(dynamo.endpoint);
+    expect(handler).toBeInstanceOf(InProcessDynamoHandler);
+    await dynamo.stop();
+    expect(inProcessDynamo(dynamo.endpoint)).toBeUndefined();
+    const client = new DynamoDBClient({
+      endpoint: dynamo.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+      ...(handler ? { requestHandler: handler } : {}),
+    });
+    await expect(client.send(new GetItemCommand({ TableName: TABLE, Key: KEY }))).rejects.toThrow(
+      /local DynamoDB thread (has )?stopped/,
+    );
+    client.destroy();
   });
 });
