@@ -29,21 +29,40 @@ export function bundleOutputs(meta: Metafile): BundleOutputs {
     (file) => path.basename(file) === BUNDLE_ENTRY_FILE && meta.outputs[file]?.entryPoint,
   );
   if (entry === undefined) throw new Error(`no ${BUNDLE_ENTRY_FILE} entry among the outputs`);
-  const atStart = new Set([entry]);
-  const queue = [entry];
-  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
-    for (const edge of meta.outputs[file]?.imports ?? []) {
-      if (edge.kind !== 'import-statement' || edge.external || atStart.has(edge.path)) continue;
-      atStart.add(edge.path);
-      queue.push(edge.path);
-    }
-  }
+  const atStart = staticallyReached(meta.outputs, entry);
   return {
     entry,
     atStart: [...atStart],
     lazy: js.filter((file) => !atStart.has(file)),
     bytes: new Map(js.map((file) => [file, meta.outputs[file]?.bytes ?? 0])),
   };
+}
+
+/** A metafile's files (its inputs, or its outputs) and the imports of each. */
+type ImportGraph = Readonly<
+  Record<string, { imports: readonly { path: string; kind: string; external?: boolean }[] }>
+>;
+
+/**
+ * The files reached from `start` through static imports only, `start` included: what loading `start`
+ * loads. A dynamic `import()` is where loading waits, so what only it reaches is left out.
+ *
+ * @example
+ * ```ts
+ * staticallyReached(metafile.inputs, 'functions/handlers/executor.ts').has('functions/ledger/read-cache.ts'); // false
+ * ```
+ */
+export function staticallyReached(graph: ImportGraph, start: string): Set<string> {
+  const reached = new Set([start]);
+  const queue = [start];
+  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
+    for (const edge of graph[file]?.imports ?? []) {
+      if (edge.kind !== 'import-statement' || edge.external || reached.has(edge.path)) continue;
+      reached.add(edge.path);
+      queue.push(edge.path);
+    }
+  }
+  return reached;
 }
 
 /** The total bytes of some outputs. */

@@ -8,8 +8,9 @@ import { DataFolderGuard } from './data-folder-guard';
 /**
  * Local mode's DynamoDB, on a thread of its own: dynalite and its LevelDB work no longer wait behind the
  * handlers on one event loop (and the handlers no longer wait behind them), so local mode uses both of
- * a machine's cores. The thread listens on 127.0.0.1 as dynalite did before; the handlers reach it over
- * HTTP with the same client as on AWS. Started by `startLocalDynamo` (dynamo-server.ts) through dynamo-thread-entry.mjs.
+ * a machine's cores. The thread listens on 127.0.0.1 as dynalite did before, for the CLI, the console and
+ * users' own clients; the handlers of the same process reach it over a MessagePort instead
+ * (in-process-dynamo.ts). Started by `startLocalDynamo` (dynamo-server.ts) through dynamo-thread-entry.mjs.
  */
 
 /** What the starting thread passes in `workerData`. */
@@ -18,7 +19,7 @@ export interface DynamoThreadData {
   port: number;
   /** Folders to watch before every request (fail closed); none: no guard. */
   guardFolders: string[];
-  /** Where this process's own handlers send their requests, without HTTP (in-process-transport.ts). */
+  /** Where this process's own handlers send their requests, without HTTP (in-process-dynamo.ts). */
   requests?: MessagePort;
 }
 
@@ -28,7 +29,8 @@ export interface InProcessRequest {
   method: string;
   path: string;
   headers: Record<string, string>;
-  body: string | Uint8Array;
+  /** The body's UTF-8 bytes. */
+  body: Uint8Array;
 }
 
 /** Its answer: what dynalite would have written to the socket. */
@@ -79,7 +81,7 @@ async function run(port: NonNullable<typeof parentPort>, data: DynamoThreadData)
  */
 function serveInProcess(requests: MessagePort, server: Server): void {
   requests.on('message', (message: InProcessRequest) => {
-    const body = typeof message.body === 'string' ? Buffer.from(message.body) : Buffer.from(message.body);
+    const body = Buffer.from(message.body);
     const req = Object.assign(Readable.from(body.length === 0 ? [] : [body]), {
       method: message.method,
       url: message.path,

@@ -13,7 +13,6 @@ import type { InProcessRequest, InProcessResponse } from './dynamo-thread';
 /** The response the SDK's deserializers read: status, headers and the body's bytes. */
 interface HandlerResponse {
   statusCode: number;
-  reason?: string;
   headers: Record<string, string>;
   body: Uint8Array;
 }
@@ -22,7 +21,6 @@ interface HandlerResponse {
 interface HandlerRequest {
   method: string;
   path: string;
-  query?: Record<string, string | string[] | null>;
   headers: Record<string, string>;
   body?: unknown;
 }
@@ -60,8 +58,8 @@ export class InProcessDynamoHandler {
     options: { abortSignal?: unknown } = {},
   ): Promise<{ response: HandlerResponse }> {
     if (this.closed) throw connectionError('the local DynamoDB thread has stopped');
-    // The JSON protocol's body: text, or its UTF-8 bytes (copied to the thread either way).
-    const body = request.body === undefined ? '' : (request.body as string | Uint8Array);
+    // The JSON protocol's body, as text or as its UTF-8 bytes: bytes go to the thread (copied).
+    const body = utf8(request.body);
     const id = this.nextId++;
     const response = await new Promise<HandlerResponse>((resolve, reject) => {
       const signal = isAbortSignal(options.abortSignal) ? options.abortSignal : undefined;
@@ -112,6 +110,14 @@ export class InProcessDynamoHandler {
     }
     this.waiting.clear();
   }
+}
+
+/** A request body as UTF-8 bytes: the SDK sends text or bytes, and nothing for no body. */
+function utf8(body: unknown): Uint8Array {
+  if (body === undefined) return new Uint8Array();
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (body instanceof Uint8Array) return body;
+  throw new TypeError('the local DynamoDB takes a text or byte body only');
 }
 
 /** The SDK passes the caller's signal through; only a standard one can be listened to. */

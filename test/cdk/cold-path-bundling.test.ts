@@ -3,7 +3,7 @@ import path from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES } from '../../lib/bundling';
-import { bundleOutputs, totalBytes } from '../../scripts/bundle-outputs';
+import { bundleOutputs, staticallyReached, totalBytes } from '../../scripts/bundle-outputs';
 
 /*
  * What a handler evaluates when its bundle is imported (a Lambda cold start), read from esbuild's
@@ -28,19 +28,10 @@ async function metafileOf(entry: string): Promise<Metafile> {
 }
 
 /** Inputs reached from the entry through static imports; a dynamic import is where loading waits. */
-function staticallyReached(meta: Metafile, entry: string): Set<string> {
+function inputsReached(meta: Metafile, entry: string): Set<string> {
   const start = Object.keys(meta.inputs).find((input) => entry.endsWith(input));
   if (!start) throw new Error(`entry ${entry} not among the inputs`);
-  const reached = new Set<string>([start]);
-  const queue = [start];
-  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
-    for (const edge of meta.inputs[file]?.imports ?? []) {
-      if (edge.kind !== 'import-statement' || edge.external || reached.has(edge.path)) continue;
-      reached.add(edge.path);
-      queue.push(edge.path);
-    }
-  }
-  return reached;
+  return staticallyReached(meta.inputs, start);
 }
 
 const IDEMPOTENCY = /@aws-lambda-powertools\/idempotency\//;
@@ -52,7 +43,7 @@ describe('what a cold start evaluates', () => {
     async (name) => {
       const meta = await metafileOf(HANDLER_ENTRIES[name]);
       const inputs = Object.keys(meta.inputs);
-      const reached = [...staticallyReached(meta, HANDLER_ENTRIES[name])];
+      const reached = [...inputsReached(meta, HANDLER_ENTRIES[name])];
       expect(inputs.some((input) => IDEMPOTENCY.test(input))).toBe(true);
       expect(reached.filter((input) => IDEMPOTENCY.test(input))).toEqual([]);
       expect(reached).toContain('functions/ledger/ledger-store.ts');

@@ -24,6 +24,14 @@ const clientFor = (endpoint: string) => dynaliteClient(endpoint, { maxAttempts: 
 
 const KEY = { pk: { S: 'local#thread-1' }, sk: { S: 'op' } };
 
+/** The error a request ends with, or undefined when it succeeds. */
+function refusal(sent: Promise<unknown>): Promise<{ name: string; message: string } | undefined> {
+  return sent.then(
+    () => undefined,
+    (error: unknown) => error as { name: string; message: string },
+  );
+}
+
 describe('the local DynamoDB thread', () => {
   it('serves the ledger table, keeps what was written across a stop and a start, and frees its port on stop', async () => {
     const path = await folder();
@@ -52,10 +60,7 @@ describe('the local DynamoDB thread', () => {
     try {
       await client.send(new PutItemCommand({ TableName: TABLE, Item: { ...KEY, state: { S: 'pending' } } }));
       await rm(data, { recursive: true, force: true });
-      const refused = await client.send(new GetItemCommand({ TableName: TABLE, Key: KEY })).then(
-        () => undefined,
-        (error: unknown) => error as { name: string; message: string },
-      );
+      const refused = await refusal(client.send(new GetItemCommand({ TableName: TABLE, Key: KEY })));
       expect(refused?.name).toBe(LEDGER_UNAVAILABLE_TYPE.split('#')[1]);
       expect(refused?.message).toContain('data_folder_missing');
     } finally {
@@ -179,18 +184,17 @@ describe("local mode's handlers reach their DynamoDB thread over a MessagePort",
       );
       expect(read.Item?.state).toEqual({ S: 'pending' });
       // A failed condition comes back as the same error over either way.
-      const refused = await local
-        .send(
-          new PutItemCommand({
-            TableName: TABLE,
-            Item: { ...KEY, state: { S: 'queued' } },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
+      const refused = (
+        await refusal(
+          local.send(
+            new PutItemCommand({
+              TableName: TABLE,
+              Item: { ...KEY, state: { S: 'queued' } },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            }),
+          ),
         )
-        .then(
-          () => undefined,
-          (error: unknown) => (error as { name: string }).name,
-        );
+      )?.name;
       expect(refused).toBe('ConditionalCheckFailedException');
       local.destroy();
 
@@ -214,10 +218,7 @@ describe("local mode's handlers reach their DynamoDB thread over a MessagePort",
     try {
       expect(local.config.requestHandler).toBeInstanceOf(InProcessDynamoHandler);
       await rm(data, { recursive: true, force: true });
-      const refused = await local.send(new GetItemCommand({ TableName: TABLE, Key: KEY })).then(
-        () => undefined,
-        (error: unknown) => error as { name: string; message: string },
-      );
+      const refused = await refusal(local.send(new GetItemCommand({ TableName: TABLE, Key: KEY })));
       expect(refused?.name).toBe(LEDGER_UNAVAILABLE_TYPE.split('#')[1]);
       expect(refused?.message).toContain('data_folder_missing');
     } finally {
