@@ -120,7 +120,6 @@ function importTime(file: string): Promise<number | undefined> {
         env: {
           PATH: process.env.PATH ?? '',
           AWS_REGION: 'us-east-1',
-          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
           [SETTINGS.tableName.name]: 'tool-ledger',
           IDEMPOTENCY_TABLE_NAME: 'idempotency',
         },
