@@ -41,7 +41,7 @@ const ENTRIES: readonly { name: string; entry: string; timeImport: boolean }[] =
 ];
 
 /**
- * Bundles each Lambda entry the way the CDK ships it (esbuild, platform node, ESM, target node22,
+ * Bundles each Lambda entry the way the CDK ships it (esbuild, platform node, ESM, target node24,
  * minified, `@aws-sdk/*` external: the runtime provides the SDK, code behind dynamic imports in chunks;
  * the options of lib/bundling.ts), then
  * times `import()` of the executor bundle and of the Powertools baseline in fresh Node processes,
