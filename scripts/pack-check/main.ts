@@ -8,8 +8,8 @@ import { READY_LINE } from '../local-stack';
 import {
   AGENT_MODULE,
   APP_MODULE,
+  docsToolsExample,
   RUN_AGENT_MODULE,
-  readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
   TSCONFIG_CJS_MTS,
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
     await writeFile(
       path.join(consumer, 'tools', 'acme-tools.ts'),
-      readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
+      docsToolsExample(await readFile(path.join(ROOT, 'docs', 'tools.md'), 'utf8')),
     );
     await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
     await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
     await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer);
     check(
       true,
-      "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct",
+      'moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the composed example of docs/tools.md too), construct',
     );
     await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer);
     check(true, 'moduleResolution bundler: the same files');
