@@ -33,20 +33,6 @@ const tools: ToolFactory = (env) => [
 export default tools;
 `;
 
-/**
- * The complete tools example of docs/tools.md, as printed there, for the consumer to type-check: a
- * documented example that stopped compiling against the published entries is a failure.
- */
-export function docsToolsExample(page: string): string {
-  const section = page.indexOf('### A complete example');
-  const start = page.indexOf('```ts\n', section);
-  const end = page.indexOf('\n```', start + 6);
-  if (section < 0 || start < 0 || end < 0) {
-    throw new Error('pack-check: docs/tools.md has no complete tools example');
-  }
-  return `${page.slice(start + 6, end)}\n`;
-}
-
 /** Agent code against the client and all three adapters, typed with the real SDK types. */
 export const AGENT_MODULE = `import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';

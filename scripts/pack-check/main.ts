@@ -8,7 +8,6 @@ import { READY_LINE } from '../local-stack';
 import {
   AGENT_MODULE,
   APP_MODULE,
-  docsToolsExample,
   RUN_AGENT_MODULE,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
@@ -187,7 +186,7 @@ async function main(): Promise<void> {
     await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
     await writeFile(
       path.join(consumer, 'tools', 'acme-tools.ts'),
-      docsToolsExample(await readFile(path.join(ROOT, 'docs', 'tools.md'), 'utf8')),
+      await readFile(path.join(ROOT, 'examples', 'tools', 'acme-tools.ts'), 'utf8'),
     );
     await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
     await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);

@@ -21,7 +21,8 @@ function site(files: Record<string, string>): string {
 describe('the docs site check', () => {
   it('passes a site whose links, fragments and assets all land on it', () => {
     const dist = site({
-      'index.html': '<link rel="stylesheet" href="/assets/style.css"><a href="./docs/a.html#run">a</a><a href="#top" id="top">top</a>',
+      'index.html':
+        '<link rel="stylesheet" href="/assets/style.css"><a href="./docs/a.html#run">a</a><a href="#top" id="top">top</a>',
       'docs/a.html': '<h2 id="run">Run</h2><a href="../index.html">home</a><img src="/assets/logo.svg">',
       'assets/style.css': 'body { background: url("./bg.png"); }',
       'assets/logo.svg': '<svg/>',
