@@ -24,6 +24,7 @@ const pages: [string, string][] = [
   ['Install', '/docs/install'],
   ['The contract', '/docs/contract'],
   ['Architecture', '/docs/architecture'],
+  ['Changelog', '/CHANGELOG'],
 ];
 
 /** Every top-level folder of the repository but docs/: their Markdown (client/README.md, fixtures) is theirs. */

@@ -145,5 +145,6 @@ export function documentationFiles(root: string): string[] {
   const pages = readdirSync(path.join(root, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`);
-  return ['README.md', ...pages.sort()];
+  const changelog = existsSync(path.join(root, 'CHANGELOG.md')) ? ['CHANGELOG.md'] : [];
+  return ['README.md', ...changelog, ...pages.sort()];
 }
