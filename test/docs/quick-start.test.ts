@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,9 +16,10 @@ import { READY_LINE } from '../../scripts/local-stack';
  * text around it says; the start banner's first call is the tour's first call, key for key; every shell
  * block of the docs is either run here, run by pack-check, or one that needs what this machine lacks
  * (```bash); and every TypeScript block is a copy of a file under examples/ that `npm run typecheck`
- * compiles. The one liberty taken: local mode listens on a free port, not 3000 (another process may
- * hold it), so `http://127.0.0.1:3000` in a block is replaced by its address, and the CLI gets it as
- * `TOOL_LEDGER_ENDPOINT`.
+ * compiles. The blocks run one after the other in one bash session, as in the reader's second terminal.
+ * The one liberty taken: local mode listens on a free port, not 3000 (another process may hold it), and
+ * keeps its data in a folder of the test's, so `http://127.0.0.1:3000` in a block is replaced by its
+ * address, and the session has `TOOL_LEDGER_ENDPOINT` and `TOOL_LEDGER_DATA_DIR` set for the CLI.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -63,25 +64,56 @@ function npmStart(): Promise<{ child: ChildProcess; api: string; output: () => s
   });
 }
 
-/** Runs a block as a reader pastes it into bash, in the repository, against the local mode started here. */
-function runBlock(block: ShellBlock): Promise<{ code: number | null; out: string }> {
-  const script = block.script.replaceAll('http://127.0.0.1:3000', api);
-  return new Promise((resolve) => {
-    const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], {
-      cwd: ROOT,
-      env: { ...process.env, TOOL_LEDGER_ENDPOINT: api },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-    });
-    child.once('exit', (code) => resolve({ code, out }));
+/**
+ * The reader's second terminal: one bash session for the whole tour, so that what a block exports
+ * (`export TOKEN=…`) is there for the next, as it is for a reader. Each block is sourced from a file with
+ * its input closed (nothing it starts can read the session's next commands), and every failing command
+ * is remembered (an ERR trap), as a reader would see it fail.
+ */
+class Terminal {
+  private readonly shell = spawn('bash', ['--noprofile', '--norc'], {
+    cwd: ROOT,
+    env: { ...process.env, TOOL_LEDGER_ENDPOINT: api, [SETTINGS.dataDir.name]: dataDir },
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
+  private out = '';
+  private blocks = 0;
+
+  constructor() {
+    this.shell.stdout.on('data', (c: Buffer) => {
+      this.out += c.toString('utf8');
+    });
+    this.shell.stdin.write("exec 2>&1\ntrap '__rc=$?' ERR\n");
+  }
+
+  /** Runs a block as written (its local-mode address made the test's) and returns what it printed. */
+  run(block: ShellBlock): Promise<{ code: number; out: string }> {
+    this.blocks += 1;
+    const file = path.join(work, `block-${this.blocks}.sh`);
+    writeFileSync(file, `${block.script.replaceAll('http://127.0.0.1:3000', api)}\n`);
+    const sentinel = `__doc_test_${this.blocks}__`;
+    const start = this.out.length;
+    this.shell.stdin.write(`__rc=0; source '${file}' </dev/null; printf '\\n${sentinel} %s\\n' "$__rc"\n`);
+    return new Promise((resolve) => {
+      const check = () => {
+        const at = this.out.indexOf(`${sentinel} `, start);
+        const end = at < 0 ? -1 : this.out.indexOf('\n', at);
+        if (end < 0) return;
+        this.shell.stdout.off('data', check);
+        const code = Number(this.out.slice(at + sentinel.length + 1, end));
+        resolve({ code, out: this.out.slice(start, at) });
+      };
+      this.shell.stdout.on('data', check);
+      check();
+    });
+  }
+
+  close(): void {
+    this.shell.kill('SIGKILL');
+  }
 }
+
+let terminal: Terminal | undefined;
 
 /** The curl call of a block or of the banner: its operation ID and its body, whatever the quoting. */
 function curlCall(text: string): { key: string; body: unknown } {
@@ -97,9 +129,11 @@ beforeAll(async () => {
   local = started.child;
   api = started.api;
   banner = started.output();
+  terminal = new Terminal();
 });
 
 afterAll(() => {
+  terminal?.close();
   if (local?.pid !== undefined) {
     try {
       process.kill(-local.pid, 'SIGKILL');
@@ -128,7 +162,7 @@ describe("the README's five-minute tour, run as written", () => {
   it.each(tour.map((block, i) => [i + 1, block.line, block] as const))(
     'step %i (README.md line %i) does what the tour says',
     async (_step, _line, block) => {
-      const { code, out } = await runBlock(block);
+      const { code, out } = await (terminal as Terminal).run(block);
       expect(code, out).toBe(0);
       for (const pattern of block.expect) expect(out).toMatch(pattern);
       for (const file of block.files) {
