@@ -67,7 +67,7 @@ const NEAR_TIMEOUT = 0.9;
 
 /** The alarms (by name) and the dashboard. */
 export class LedgerMonitoring extends Construct {
-  /** Every alarm, by a stable name (see the README's alarm table). */
+  /** Every alarm, by a stable name (see the alarm table of docs/deploying.md). */
   readonly alarms: Readonly<Record<string, Alarm>>;
   /** One dashboard with the API, the ledger, the reconciler, the queues and the handlers. */
   readonly dashboard: Dashboard;

@@ -158,7 +158,7 @@ export interface ToolLedgerProps {
    * The first executions per second the deployment must carry, in all and for its busiest tenant. It
    * sets the GSI shard counts (`TOOL_LEDGER_ATTENTION_SHARDS`, `TOOL_LEDGER_UNRESOLVED_SHARDS`) so no
    * index partition is asked for more than 80 % of its 1,000 write units per second; synth refuses a
-   * declaration the shards cannot carry. Only raise it on a live table (see README, Capacity and ceilings).
+   * declaration the shards cannot carry. Only raise it on a live table (see docs/performance.md, Capacity and ceilings).
    * @default { firstExecutionsPerSecond: 2000, perTenant: 400 }
    */
   readonly declaredThroughput?: DeclaredThroughput;

@@ -52,7 +52,7 @@ const HANDLERS: readonly SettingReader[] = ['api', 'executor', 'reconciler'];
 const HANDLERS_AND_LOCAL: readonly SettingReader[] = [...HANDLERS, 'local'];
 
 /**
- * Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set (the README's local settings list them). Never a default
+ * Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set (docs/local-mode.md lists them). Never a default
  * outside local mode.
  */
 export const DEV_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';

@@ -6,7 +6,7 @@
 
 /**
  * A team's tools module, importing only the tool author's entry, with the shipped `webhook.post` kept
- * next to its own tool (the composed form the README shows).
+ * next to its own tool (the composed form docs/tools.md shows).
  */
 export const TOOLS_MODULE = `import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -32,20 +32,6 @@ const tools: ToolFactory = (env) => [
 
 export default tools;
 `;
-
-/**
- * The README's "Add your own tools (one file)" example, as printed there, for the consumer to
- * type-check: a documented example that stopped compiling against the published entries is a failure.
- */
-export function readmeToolsExample(readme: string): string {
-  const section = readme.indexOf('### Add your own tools (one file)');
-  const start = readme.indexOf('```ts\n', section);
-  const end = readme.indexOf('\n```', start + 6);
-  if (section < 0 || start < 0 || end < 0) {
-    throw new Error('pack-check: the README has no "Add your own tools" example');
-  }
-  return `${readme.slice(start + 6, end)}\n`;
-}
 
 /** Agent code against the client and all three adapters, typed with the real SDK types. */
 export const AGENT_MODULE = `import type Anthropic from '@anthropic-ai/sdk';

@@ -18,7 +18,6 @@ import {
   AGENT_MODULE,
   APP_MODULE,
   RUN_AGENT_MODULE,
-  readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
   TSCONFIG_CJS_MTS,
@@ -231,7 +230,7 @@ async function install(scratch: string): Promise<Consumers> {
   await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
   await writeFile(
     path.join(consumer, 'tools', 'acme-tools.ts'),
-    readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
+    await readFile(path.join(ROOT, 'examples', 'tools', 'acme-tools.ts'), 'utf8'),
   );
   await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
   await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
