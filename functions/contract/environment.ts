@@ -153,6 +153,19 @@ export const SETTINGS = {
     default: 5,
     readers: HANDLERS_AND_LOCAL,
   },
+  /**
+   * Reconciler decisions in flight at once, in a scheduled pass and an operator's. Most decisions are
+   * one conditional write and a send (a few milliseconds); after a target's outage thousands are due
+   * at once, and 16 at a time clear them within a tick. A slow target delays only the decisions that
+   * wait on it.
+   */
+  reconcileParallelism: {
+    name: 'TOOL_LEDGER_RECONCILE_PARALLELISM',
+    kind: 'integer',
+    default: 16,
+    min: 1,
+    readers: HANDLERS_AND_LOCAL,
+  },
   /** Time kept back from the Lambda's remaining time for the commit, ms. */
   commitReserveMs: {
     name: 'TOOL_LEDGER_COMMIT_RESERVE_MS',

@@ -86,6 +86,8 @@ export interface OperationRecord {
   reconciled?: boolean;
   /** How many times the reconciler asked the tool and got `unknown`. */
   reconcile_checks?: number;
+  /** How many times a reconciler pass ran out of time for this record and deferred it (its backoff). */
+  reconcile_deferrals?: number;
   /** How many times the reconciler re-sent the work message of a `queued` record. */
   requeue_count?: number;
   /**

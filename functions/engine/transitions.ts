@@ -722,6 +722,20 @@ export async function postponeCheck(
   return postpone(deps, req, record, nextAt, { reconcile_checks: checks + 1 }, { reconcileChecks: checks });
 }
 
+/**
+ * `X → X` (`defer_attention`): the pass had no time left to decide this record (its `reconcile` would
+ * not end inside the pass), so it looks again at `nextAt` and moves on; the next pass starts behind the
+ * records that were due before it. Counts the deferrals, which set the backoff.
+ */
+export async function deferDecision(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  return postpone(deps, req, record, nextAt, { reconcile_deferrals: (record.reconcile_deferrals ?? 0) + 1 });
+}
+
 /** The one write of every `defer_attention`: a new attention time, the state kept. */
 async function postpone(
   deps: LedgerDeps,

@@ -65,6 +65,7 @@ describe('POST /v1/reconciliations', () => {
     expect(Object.keys(res.body).sort()).toEqual([
       'actions',
       'complete',
+      'deferred',
       'pages',
       'read',
       'shards',
