@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { SETTINGS } from '../functions/contract/environment';
 import { TENANT_PATTERN } from '../functions/contract/table';
+import { longestReconcileMs, PASS_TIME_SHARE } from '../functions/contract/time-budget';
 import { TOOL_NAME_PATTERN } from '../functions/domain/tool';
 import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
@@ -55,6 +56,8 @@ export interface LedgerSettings {
   retention: Duration;
   toolRetentions: Record<string, Duration>;
   toolTimeouts: Record<string, Duration>;
+  /** The `reconcile` deadline of each tool that has one. */
+  toolReconcileTimeouts: Record<string, Duration>;
   queueRetention: Duration;
   deadLetterRetention: Duration;
   maxReceiveCount: number;
@@ -158,6 +161,7 @@ export function resolveSettings(
     retention: props.retention ?? Duration.days(30),
     toolRetentions: merge(manifest.retentions, props.toolRetentions ?? {}, 'shorter'),
     toolTimeouts: merge(manifest.timeouts, props.toolTimeouts ?? {}, 'longer'),
+    toolReconcileTimeouts: merge(manifest.reconcileTimeouts, props.toolReconcileTimeouts ?? {}, 'longer'),
     queueRetention: props.queueRetention ?? Duration.days(4),
     deadLetterRetention: props.deadLetterRetention ?? Duration.days(14),
     maxReceiveCount: props.maxReceiveCount ?? 5,
@@ -207,6 +211,7 @@ export function resolveSettings(
   checkApi(settings, problems);
   checkTimes(settings, problems);
   checkTools(settings, problems);
+  checkReconcileFits(settings, problems);
   problems.push(...checkWorkspaceTools(settings.toolNames, sharedWorkspace !== undefined));
   problems.push(
     ...checkRetention({
@@ -387,7 +392,11 @@ function checkTimes(settings: LedgerSettings, problems: string[]): void {
 
 function checkTools(settings: LedgerSettings, problems: string[]): void {
   const budget = settings.executorTimeout.toMilliseconds() - COMMIT_RESERVE.toMilliseconds();
-  for (const name of [...Object.keys(settings.toolRetentions), ...Object.keys(settings.toolTimeouts)]) {
+  for (const name of [
+    ...Object.keys(settings.toolRetentions),
+    ...Object.keys(settings.toolTimeouts),
+    ...Object.keys(settings.toolReconcileTimeouts),
+  ]) {
     if (!TOOL_NAME_PATTERN.test(name)) {
       problems.push(`"${name}" is not a tool name ([a-z][a-z0-9_.-]{0,63}).`);
     }
@@ -398,6 +407,42 @@ function checkTools(settings: LedgerSettings, problems: string[]): void {
         `tool "${tool}" may run ${timeout.toMilliseconds()} ms, but the executor Lambda stops after ` +
           `${settings.executorTimeout.toSeconds()} s including ${COMMIT_RESERVE.toSeconds()} s for the ` +
           `commit: raise executorTimeout to at least ${Math.ceil((timeout.toMilliseconds() + COMMIT_RESERVE.toMilliseconds()) / 1000)} s or lower the tool's timeoutMs.`,
+      );
+    }
+  }
+}
+
+/**
+ * The contract's §7: a pass never stalls, so it starts a check only if the check can end within the
+ * pass (functions/contract/time-budget.ts); a check that can never fit would be handed to an operator
+ * every time. Each tool's `reconcile` deadline must fit a scheduled pass and an operator's pass.
+ */
+function checkReconcileFits(settings: LedgerSettings, problems: string[]): void {
+  const reserve = COMMIT_RESERVE.toMilliseconds();
+  const share = `${PASS_TIME_SHARE * 100}%`;
+  const around = `with ${COMMIT_RESERVE.toSeconds()} s for its commit and ${COMMIT_RESERVE.toSeconds()} s to end the pass`;
+  const scheduled = longestReconcileMs(settings.reconcilerTimeout.toMilliseconds(), reserve);
+  const onRequest = longestReconcileMs(settings.apiTimeout.toMilliseconds(), reserve);
+  for (const [tool, timeout] of Object.entries(settings.toolReconcileTimeouts)) {
+    const ms = timeout.toMilliseconds();
+    const what = `tool "${tool}" may spend ${ms} ms in one reconcile call (its reconcileTimeoutMs, else its timeoutMs), but`;
+    if (ms > scheduled) {
+      // The whole minutes whose pass fits it: share × interval − 2 reserves ≥ ms.
+      const neededMs = ms + 2 * reserve;
+      let minutes = Math.ceil(neededMs / PASS_TIME_SHARE / 60_000);
+      while (longestReconcileMs(minutes * 60_000, reserve) < ms) minutes += 1;
+      const raise = minutes <= 15 ? `, or raise reconcileInterval to at least ${minutes} minutes` : '';
+      problems.push(
+        `${what} a scheduled reconciler pass starts a check only if it can end within ${share} of the ` +
+          `reconciler's ${settings.reconcilerTimeout.toSeconds()} s timeout (reconcileInterval), ${around}, so at ` +
+          `most ${scheduled} ms: set the tool's reconcileTimeoutMs to at most ${scheduled}${raise}.`,
+      );
+    }
+    if (ms > onRequest) {
+      problems.push(
+        `${what} POST /v1/reconciliations runs an operator's pass inside the API's ${settings.apiTimeout.toSeconds()} s ` +
+          `and starts a check only if it can end within ${share} of it, ${around}, so at most ${onRequest} ms: ` +
+          `set the tool's reconcileTimeoutMs to at most ${onRequest}.`,
       );
     }
   }

@@ -106,6 +106,14 @@ export interface ToolLedgerProps {
    * @default {}
    */
   readonly toolTimeouts?: Readonly<Record<string, Duration>>;
+  /**
+   * The deadline of each tool's `reconcile` call, by name: synth fails when one cannot fit in a
+   * reconciler pass (80% of the reconciler's timeout) or in an operator's pass inside the API's 29 s,
+   * each with a commit and the end of the pass. The construct reads the tools module's own values
+   * (`reconcileTimeoutMs`, else `timeoutMs`); these can only make the check stricter.
+   * @default {}
+   */
+  readonly toolReconcileTimeouts?: Readonly<Record<string, Duration>>;
   /** Work queue message retention. @default Duration.days(4) */
   readonly queueRetention?: Duration;
   /** Dead-letter queue message retention. @default Duration.days(14) */

@@ -23,7 +23,7 @@ export const PASS_TIME_SHARE = 0.8;
  * ```
  */
 export function passHoldBackMs(remainingMs: number): number {
-  return Math.max(0, Math.floor(remainingMs * (1 - PASS_TIME_SHARE)));
+  return Math.max(0, remainingMs - Math.floor(remainingMs * PASS_TIME_SHARE));
 }
 
 /**
