@@ -101,6 +101,8 @@ export interface LedgerSettings {
   apiServerErrorRate: number;
   apiLatencyThreshold: Duration;
   deadLetterAgeThreshold: Duration;
+  handlerErrorThreshold: number;
+  tableThrottleThreshold: number;
 }
 
 /** Requests per second and burst (token bucket size) of an API Gateway limit. */
@@ -206,6 +208,8 @@ export function resolveSettings(
     deadLetterAgeThreshold:
       props.alarmThresholds?.deadLetterAge ??
       Duration.seconds(Math.floor((props.deadLetterRetention ?? Duration.days(14)).toSeconds() / 2)),
+    handlerErrorThreshold: props.alarmThresholds?.handlerErrors ?? 1,
+    tableThrottleThreshold: props.alarmThresholds?.tableThrottles ?? 1,
   };
   checkQueues(settings, problems);
   checkApi(settings, problems);
@@ -355,6 +359,14 @@ function checkApi(settings: LedgerSettings, problems: string[]): void {
     problems.push(
       `alarmThresholds.apiServerErrorRate is ${settings.apiServerErrorRate}; use a fraction above 0, at most 1.`,
     );
+  }
+  for (const [name, value] of [
+    ['handlerErrors', settings.handlerErrorThreshold],
+    ['tableThrottles', settings.tableThrottleThreshold],
+  ] as const) {
+    if (!isIntIn(value, 1, 1_000_000)) {
+      problems.push(`alarmThresholds.${name} is ${value}; use a whole number of events, at least 1.`);
+    }
   }
   if (settings.deadLetterAgeThreshold.toSeconds() >= settings.deadLetterRetention.toSeconds()) {
     problems.push(

@@ -256,6 +256,16 @@ export interface ToolLedgerProps {
     readonly apiLatencyP99?: Duration;
     /** Age of the oldest dead letter. @default half of `deadLetterRetention` (7 days) */
     readonly deadLetterAge?: Duration;
+    /**
+     * Errors of one handler in a 5-minute period; the `*Errors` alarms fire when two of three periods
+     * reach it, so a single error never pages. @default 1
+     */
+    readonly handlerErrors?: number;
+    /**
+     * DynamoDB throttle events (reads + writes) of the table or of one index in a 5-minute period;
+     * the throttling alarms fire when two of three periods reach it. @default 1
+     */
+    readonly tableThrottles?: number;
   };
 
   // ── Production on AWS: API limits and logs, bring your own resources ─────────────────────────────

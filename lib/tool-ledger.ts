@@ -13,7 +13,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { LedgerRole } from '../functions/contract/routes';
 import { LEDGER_TABLE } from '../functions/contract/table';
-import { AlarmTopic } from './alarm-topic';
+import { AlarmTopic, allowAlarmsToPublish } from './alarm-topic';
 import type { BundleSettings } from './bundling';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
 import { HandlerFunction } from './handler-function';
@@ -221,9 +221,11 @@ export class ToolLedger extends Construct {
 
     this.alarmTopic =
       props.alarmTopic ?? new AlarmTopic(this, 'Alarms', { removalPolicy: settings.removalPolicy }).topic;
+    allowAlarmsToPublish(this, this.alarmTopic);
     const monitoring = new LedgerMonitoring(this, 'Monitoring', {
       serviceName: settings.serviceName,
       api: this.api,
+      tableName: this.table.tableName,
       functions: {
         api: { fn: api.fn, timeout: settings.apiTimeout },
         executor: { fn: executor.fn, timeout: settings.executorTimeout },
@@ -238,6 +240,8 @@ export class ToolLedger extends Construct {
       apiServerErrorRate: settings.apiServerErrorRate,
       apiLatencyThreshold: settings.apiLatencyThreshold,
       deadLetterAgeThreshold: settings.deadLetterAgeThreshold,
+      handlerErrorThreshold: settings.handlerErrorThreshold,
+      tableThrottleThreshold: settings.tableThrottleThreshold,
       alarmTopic: this.alarmTopic,
     });
     this.alarms = monitoring.alarms;
