@@ -33,6 +33,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     [SETTINGS.attentionShards.name]: String(settings.attentionShards),
     [SETTINGS.unresolvedShards.name]: String(settings.unresolvedShards),
     [SETTINGS.commitReserveMs.name]: String(COMMIT_RESERVE.toMilliseconds()),
+    [SETTINGS.reconcileParallelism.name]: String(settings.reconcileParallelism),
     // A queued record is re-enqueued only once its message had time to be received and fail once: a
     // backlog held back by executorMaxConcurrency is not re-enqueued on every reconciler tick.
     [SETTINGS.queuedStaleMs.name]: String(settings.visibilityTimeout.toMilliseconds() + 60_000),
@@ -50,7 +51,9 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
       name in owned ||
       name === SETTINGS.iamTenants.name ||
       name === SETTINGS.iamTenantsFile.name ||
-      name === SETTINGS.queueTenants.name
+      name === SETTINGS.queueTenants.name ||
+      name === SETTINGS.tenantRateLimits.name ||
+      name === SETTINGS.toolSecrets.name
     ) {
       throw new ToolLedgerConfigError([
         `environment sets ${name}, which ToolLedger sets from its props: use the matching prop.`,
@@ -70,6 +73,7 @@ export function apiEnvironment(scope: Construct, settings: LedgerSettings): Reco
   return {
     [SETTINGS.iamTenantsFile.name]: TENANTS_FILE_PATH,
     [SETTINGS.iamTenants.name]: Stack.of(scope).toJsonString(deployTime),
+    [SETTINGS.tenantRateLimits.name]: JSON.stringify(settings.tenantRateLimits),
   };
 }
 

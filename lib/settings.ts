@@ -1,6 +1,7 @@
 import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { SETTINGS } from '../functions/contract/environment';
+import { API_STAGE } from '../functions/contract/routes';
 import { TENANT_PATTERN } from '../functions/contract/table';
 import { longestReconcileMs, PASS_TIME_SHARE } from '../functions/contract/time-budget';
 import { TOOL_NAME_PATTERN } from '../functions/domain/tool';
@@ -83,7 +84,14 @@ export interface LedgerSettings {
   /** `TOOL_LEDGER_MCP_UPSTREAMS` as the handlers read it ('' for none). */
   mcpUpstreams: string;
   environment: Record<string, string>;
-  memorySize: number;
+  /** MB of memory per handler. */
+  memorySize: { api: number; executor: number; reconciler: number };
+  /** Requests per second each tenant may make (`*`: every tenant not named). */
+  tenantRateLimits: Record<string, number>;
+  /** Reconciler decisions in flight at once. */
+  reconcileParallelism: number;
+  /** The API stage (the first segment of every path). */
+  stageName: string;
   removalPolicy: RemovalPolicy;
   logRetention: RetentionDays;
   tracing: boolean;
@@ -111,8 +119,41 @@ export interface Throttling {
   readonly burstLimit: number;
 }
 
-/** Stage-wide default: far below the account's 10,000 requests per second, shared by every API. */
-export const DEFAULT_API_THROTTLING: Throttling = { rateLimit: 100, burstLimit: 200 };
+/**
+ * The stage-wide default: the declared throughput (requests per second), with a burst of twice that
+ * (at most API Gateway's 5,000), so the API carries what the deployment was planned for and no more;
+ * the account's 10,000 requests per second are shared by every API. Tenants are limited one by one
+ * in the handler (`tenantRateLimits`).
+ */
+export function stageThrottlingFor(requestsPerSecond: number): Throttling {
+  return { rateLimit: requestsPerSecond, burstLimit: Math.min(5_000, 2 * requestsPerSecond) };
+}
+
+/** The smallest and largest memory Lambda allows, MB. */
+const LAMBDA_MEMORY = { min: 128, max: 10_240 } as const;
+
+/** Default memory of each handler, MB. */
+const DEFAULT_MEMORY = 512;
+
+function resolveMemory(
+  given: ToolLedgerProps['memorySize'],
+  problems: string[],
+): LedgerSettings['memorySize'] {
+  const each = typeof given === 'number' ? { api: given, executor: given, reconciler: given } : (given ?? {});
+  const memory = {
+    api: each.api ?? DEFAULT_MEMORY,
+    executor: each.executor ?? DEFAULT_MEMORY,
+    reconciler: each.reconciler ?? DEFAULT_MEMORY,
+  };
+  for (const [name, mb] of Object.entries(memory)) {
+    if (!isIntIn(mb, LAMBDA_MEMORY.min, LAMBDA_MEMORY.max)) {
+      problems.push(
+        `memorySize.${name} is ${mb} MB; Lambda allows whole MB from ${LAMBDA_MEMORY.min} to ${LAMBDA_MEMORY.max}.`,
+      );
+    }
+  }
+  return memory;
+}
 
 /** `POST /v1/reconciliations` runs a whole pass; one a second is plenty for a person at a CLI. */
 export const DEFAULT_RECONCILE_THROTTLING: Throttling = { rateLimit: 1, burstLimit: 2 };
@@ -132,7 +173,6 @@ export function resolveSettings(
   const tenants = resolveTenants(props.tenants ?? {}, problems);
   const executorTimeout = props.executorTimeout ?? Duration.minutes(2);
   const reconcileInterval = props.reconcileInterval ?? Duration.minutes(1);
-  const concurrency = resolveConcurrency(props, problems);
   const sharedWorkspace = props.sharedWorkspace;
   const workspaceDir = sharedWorkspace ? SHARED_WORKSPACE_MOUNT : SETTINGS.workspaceDir.default;
   // Without a file system the handlers share, only tools whose effects live outside the sandbox fit.
@@ -148,6 +188,13 @@ export function resolveSettings(
     local: false,
   });
   const throughput = planShards(props.declaredThroughput, props.attentionShards, problems);
+  const concurrency = resolveConcurrency(props, problems, throughput.firstExecutionsPerSecond);
+  if (props.network !== undefined && props.executorNetwork !== undefined) {
+    problems.push(
+      'network and executorNetwork are both set: use network alone (it covers every function that runs tools: ' +
+        'the API, the executor and the reconciler).',
+    );
+  }
   const settings: LedgerSettings = {
     tenants,
     queueTenants: [...(props.queueTenants ?? Object.keys(tenants))],
@@ -187,15 +234,18 @@ export function resolveSettings(
     webhookIdempotentOrigins,
     mcpUpstreams: resolveMcpUpstreams(props, problems),
     environment: { ...props.environment },
-    memorySize: props.memorySize ?? 512,
+    memorySize: resolveMemory(props.memorySize, problems),
+    tenantRateLimits: { '*': throughput.perTenant, ...props.tenantRateLimits },
+    reconcileParallelism: props.reconcileParallelism ?? SETTINGS.reconcileParallelism.default,
+    stageName: props.stageName ?? API_STAGE,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     logRetention: props.logRetention ?? RetentionDays.THREE_MONTHS,
     tracing: props.tracing ?? false,
     serviceName: props.serviceName ?? context.defaultServiceName,
-    apiThrottling: props.apiThrottling ?? DEFAULT_API_THROTTLING,
+    apiThrottling: props.apiThrottling ?? stageThrottlingFor(throughput.firstExecutionsPerSecond),
     reconcileThrottling: props.reconcileThrottling ?? DEFAULT_RECONCILE_THROTTLING,
-    apiCloudWatchRole: props.apiCloudWatchRole ?? false,
-    apiExecutionLogging: props.apiExecutionLogging ?? props.apiCloudWatchRole ?? false,
+    apiCloudWatchRole: props.apiCloudWatchRole ?? true,
+    apiExecutionLogging: props.apiExecutionLogging ?? props.apiCloudWatchRole ?? true,
     apiDetailedMetrics: props.apiDetailedMetrics ?? false,
     webAclArn: props.webAclArn,
     bundleAwsSdk: props.bundleAwsSdk ?? false,
@@ -351,6 +401,29 @@ function checkApi(settings: LedgerSettings, problems: string[]): void {
           'whole burst from 1 to 5000.',
       );
     }
+  }
+  for (const [tenant, limit] of Object.entries(settings.tenantRateLimits)) {
+    if (!isIntIn(limit, 1, 100_000)) {
+      problems.push(
+        `tenantRateLimits.${tenant} is ${limit}; use whole requests per second from 1 (the declared ` +
+          'throughput per tenant is the default).',
+      );
+    }
+    if (tenant !== '*' && !(tenant in settings.tenants)) {
+      problems.push(
+        `tenantRateLimits names "${tenant}", which is not in tenants: add it to tenants or remove it.`,
+      );
+    }
+  }
+  if (!isIntIn(settings.reconcileParallelism, 1, 1000)) {
+    problems.push(
+      `reconcileParallelism is ${settings.reconcileParallelism}; use a whole number from 1 to 1000.`,
+    );
+  }
+  if (!/^[A-Za-z0-9_]{1,128}$/.test(settings.stageName)) {
+    problems.push(
+      `stageName "${settings.stageName}" is not a stage name: use letters, digits and _ (e.g. prod).`,
+    );
   }
   if (settings.reconcileThrottling.rateLimit > settings.apiThrottling.rateLimit) {
     problems.push('reconcileThrottling allows more than apiThrottling; the stage limit would apply anyway.');

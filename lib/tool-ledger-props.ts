@@ -1,5 +1,7 @@
 import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { ICertificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IVpcEndpoint } from 'aws-cdk-lib/aws-ec2';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -191,8 +193,13 @@ export interface ToolLedgerProps {
    * @default {}
    */
   readonly environment?: Readonly<Record<string, string>>;
-  /** Memory of each handler, MB. @default 512 */
-  readonly memorySize?: number;
+  /**
+   * Memory of each handler, MB (CPU scales with it): one size for all, or a size per handler.
+   * @default 512 for each
+   */
+  readonly memorySize?:
+    | number
+    | { readonly api?: number; readonly executor?: number; readonly reconciler?: number };
   /**
    * What happens to the table, its key and the log groups when the stack is deleted. RETAIN also turns
    * on the table's deletion protection; use DESTROY for throwaway dev stacks only.
@@ -213,14 +220,33 @@ export interface ToolLedgerProps {
   /**
    * Stage-wide API throttling (requests per second, burst), so one runaway agent cannot use up the
    * account's API Gateway and Lambda quotas that every other API shares.
-   * @default { rateLimit: 100, burstLimit: 200 }
+   * @default the declared throughput: { rateLimit: firstExecutionsPerSecond, burstLimit: twice that, at most 5000 } (2000/4000)
    */
   readonly apiThrottling?: { readonly rateLimit: number; readonly burstLimit: number };
   /**
-   * Create `AWS::ApiGateway::Account`, the account-level role API Gateway writes execution logs with.
-   * It is one setting per account and region, shared by every REST API there: deleting the stack that
-   * owns it breaks the others' execution logs. Turn it on in one stack per account only.
-   * @default false
+   * Requests per second each tenant may make, by tenant (`*` for every tenant not named): the API
+   * handler counts a tenant's requests per second in the ledger table (one small write per request)
+   * and answers 429 `throttled` with `Retry-After` above the limit, so one tenant's runaway agent
+   * cannot take the stage's whole limit from the others. Counting fails open: if the count cannot be
+   * written, the request goes on.
+   * @default { '*': declaredThroughput.perTenant } (400)
+   */
+  readonly tenantRateLimits?: Readonly<Record<string, number>>;
+  /**
+   * Reconciler decisions in flight at once, in a scheduled pass and an operator's
+   * (`TOOL_LEDGER_RECONCILE_PARALLELISM`): after a target's outage, how fast the due records clear.
+   * @default 16
+   */
+  readonly reconcileParallelism?: number;
+  /**
+   * Create the account-level role API Gateway writes access and execution logs with
+   * (`AWS::ApiGateway::Account`, with a role holding AmazonAPIGatewayPushToCloudWatchLogs), so the
+   * first deploy succeeds in an account that has none (a stage with access logs fails to deploy
+   * without it). It is one setting per account and region, shared by every REST API there: both are
+   * retained when the stack is deleted, whatever `removalPolicy` says, so other APIs keep logging, and
+   * replacing an existing setting with this role changes nothing for them (any role with that policy
+   * serves every API). Set `false` where the account's setting is managed elsewhere.
+   * @default true
    */
   readonly apiCloudWatchRole?: boolean;
   /** A WAFv2 web ACL (REGIONAL scope) to associate with the API stage. @default none */
@@ -303,10 +329,36 @@ export interface ToolLedgerProps {
   /** The DLQ of `queue` (alarms watch it). @default a new queue */
   readonly deadLetterQueue?: IQueue;
   /**
-   * Run the executor, where tools (and `webhook.post`) run, in a VPC, so a platform team controls
-   * their egress with security groups and routes. The subnets need a path to DynamoDB and SQS (NAT or
-   * VPC endpoints).
+   * Run every function that runs tools in a VPC, so a platform team controls their egress with
+   * security groups and routes: the executor (queued work), the API (synchronous calls, and
+   * `reconcile` in an operator's pass) and the reconciler (`reconcile`). The subnets need a path to
+   * DynamoDB, SQS, CloudWatch and, with `toolSecrets`, Secrets Manager or SSM (NAT or VPC endpoints).
    * @default no VPC (the Lambda service's network, egress to anywhere)
    */
+  readonly network?: HandlerNetwork;
+  /**
+   * @deprecated use `network`, which this now means: tools also run in the API and the reconciler, so
+   * egress control on the executor alone left them uncontrolled.
+   */
   readonly executorNetwork?: HandlerNetwork;
+  /**
+   * The API stage, the first segment of every path (`/<stage>/v1/operations`).
+   * @default 'prod'
+   */
+  readonly stageName?: string;
+  /**
+   * A private REST API, reachable only through these interface VPC endpoints of `execute-api` (the
+   * resource policy also refuses requests from anywhere else).
+   * @default a regional endpoint
+   */
+  readonly endpoint?: { readonly private?: { readonly vpcEndpoints: readonly IVpcEndpoint[] } };
+  /**
+   * A custom domain (regional, TLS 1.2) mapped to the stage, at `basePath` if given.
+   * @default none: the execute-api URL
+   */
+  readonly domainName?: {
+    readonly name: string;
+    readonly certificate: ICertificate;
+    readonly basePath?: string;
+  };
 }

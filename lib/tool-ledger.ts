@@ -116,9 +116,12 @@ export class ToolLedger extends Construct {
       upstreams,
     };
     const mount = workspaceMount(settings.sharedWorkspace);
+    // Every function that runs tools (synchronous calls and operator passes in the API, queued work in
+    // the executor, `reconcile` in the reconciler) runs in the deployment's network, if it has one.
+    const network = props.network ?? props.executorNetwork;
     const common = {
       ...(mount === undefined ? {} : { mount }),
-      memorySize: settings.memorySize,
+      ...(network === undefined ? {} : { network }),
       bundling,
       logRetention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
@@ -130,6 +133,7 @@ export class ToolLedger extends Construct {
       bundling: { ...bundling, files: apiBundledFiles(settings) },
       entry: settings.handlerEntries.api,
       description: 'tool-ledger HTTP API (the contract, §5)',
+      memorySize: settings.memorySize.api,
       timeout: settings.apiTimeout,
       environment: { ...environment, ...apiEnvironment(this, settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
@@ -150,10 +154,10 @@ export class ToolLedger extends Construct {
       ...common,
       entry: settings.handlerEntries.executor,
       description: 'tool-ledger SQS executor (the contract, §6)',
+      memorySize: settings.memorySize.executor,
       timeout: settings.executorTimeout,
       environment: { ...environment, ...executorEnvironment(settings), ...this.senders.environment() },
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
-      network: props.executorNetwork,
     });
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
     ledgerTable.grantReadCacheDelete(executor.role);
@@ -169,6 +173,7 @@ export class ToolLedger extends Construct {
       ...common,
       entry: settings.handlerEntries.reconciler,
       description: 'tool-ledger reconciler (the contract, §7)',
+      memorySize: settings.memorySize.reconciler,
       timeout: settings.reconcilerTimeout,
       environment,
       reservedConcurrentExecutions: settings.reservedConcurrency.reconciler,
@@ -211,6 +216,9 @@ export class ToolLedger extends Construct {
       executionLogging: settings.apiExecutionLogging,
       cloudWatchRole: settings.apiCloudWatchRole,
       webAclArn: settings.webAclArn,
+      stageName: settings.stageName,
+      privateEndpoints: props.endpoint?.private?.vpcEndpoints,
+      domainName: props.domainName,
     });
     this.api = this.ledgerApi.api;
     this.policies = this.ledgerApi.policies;

@@ -201,6 +201,17 @@ export const SETTINGS = {
    * tenant (the contract, §6, AWS only; unset refuses every message).
    */
   queueSenders: { name: 'TOOL_LEDGER_QUEUE_SENDERS', kind: 'string', readers: ['executor'] },
+  /**
+   * JSON object of requests per second each tenant may make, `{"*": 400, "acme": 800}` (`*`: every
+   * tenant not named); the API answers 429 `throttled` above it. Unset: no per-tenant limit.
+   */
+  tenantRateLimits: { name: 'TOOL_LEDGER_TENANT_RATE_LIMITS', kind: 'string', readers: ['api'] },
+  /**
+   * JSON object of the secrets tools may read, by name: `{"ACME_TOKEN": {"source": "secretsmanager",
+   * "id": "<arn>", "field"?: "token"}}` or `{"source": "ssm", "id": "<parameter name>"}`. The values
+   * never travel in the environment, only where to read them; unset: none.
+   */
+  toolSecrets: { name: 'TOOL_LEDGER_TOOL_SECRETS', kind: 'string', readers: HANDLERS },
   /** Upstream MCP servers the gateway serves (functions/mcp/upstreams.ts): `name=url[;option…],…`. */
   mcpUpstreams: { name: 'TOOL_LEDGER_MCP_UPSTREAMS', kind: 'string', readers: HANDLERS_AND_LOCAL },
 
