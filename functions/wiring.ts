@@ -4,8 +4,10 @@ import { withUpstreams } from '#tool-ledger/upstreams';
 import { loadConfig } from './config';
 import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
+import { parseTenantRateLimits, type TenantRateLimiter } from './engine/tenant-rate-limit';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { DynamoTenantLimiter } from './ledger/tenant-limiter';
 import { inProcessDynamo } from './local/in-process-dynamo';
 import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
@@ -75,6 +77,8 @@ export interface Runtime {
    */
   queueSenders: SenderBinding | undefined;
   toolEnv: ToolEnvironment;
+  /** Per-tenant request limits of the HTTP front door, when the deployment sets them. */
+  tenantLimiter?: TenantRateLimiter;
   /**
    * Puts the current tools in `deps.tools`: the deployment's, plus the tools of the upstream MCP servers
    * listed so far (`mcpUpstreams`). Handlers await it at the start of every invocation;
@@ -136,6 +140,11 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     toolEnv,
     refreshTools: async () => {},
   };
+  const limits = parseTenantRateLimits(
+    readSetting(env, SETTINGS.tenantRateLimits),
+    SETTINGS.tenantRateLimits.name,
+  );
+  if (limits !== undefined) runtime.tenantLimiter = new DynamoTenantLimiter(dynamo, config.tableName, limits);
   runtime.refreshTools = withUpstreams(deps, env);
   return runtime;
 }

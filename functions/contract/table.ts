@@ -80,10 +80,23 @@ export const OPERATION_SK = 'op';
 export const READ_SK = 'read';
 
 /**
- * The read cache's key prefix: Powertools writes `pk = tool-ledger.read#<hash>`. Fixed, so that every
- * Lambda of a deployment shares one cache; IAM lets handlers delete items under this prefix only.
+ * The partition keys the ledger keeps for itself (the read cache, the per-tenant request counters)
+ * start with this. It holds `/`, which the tenant alphabet ({@link TENANT_PATTERN}) does not, so no
+ * tenant's operation key (`<tenant>#<operation ID>`) can ever start with it: IAM conditions on these
+ * prefixes (the read cache's `DeleteItem`) can never reach a tenant's records, whatever it is named.
  */
-export const READ_KEY_PREFIX = 'tool-ledger.read';
+export const OWN_KEY_NAMESPACE = 'tool-ledger/';
+
+/**
+ * The read cache's key prefix: Powertools writes `pk = tool-ledger/read#<hash>`. Fixed, so that every
+ * Lambda of a deployment shares one cache; IAM lets handlers delete items under this prefix only.
+ * (Until this release it was `tool-ledger.read`, which a tenant could be named: the old items are
+ * simply no longer read and expire with their TTL.)
+ */
+export const READ_KEY_PREFIX = `${OWN_KEY_NAMESPACE}read`;
+
+/** Per-tenant request counters: `pk = tool-ledger/limit#<tenant>`, `sk` = the epoch second counted. */
+export const LIMIT_KEY_PREFIX = `${OWN_KEY_NAMESPACE}limit`;
 
 /** The leading part of every read-cache item's partition key (what IAM's `LeadingKeys` condition names). */
 export const READ_CACHE_KEY_PREFIX = `${READ_KEY_PREFIX}#`;

@@ -268,7 +268,7 @@ describe('least privilege', () => {
         if (action === 'dynamodb:DeleteItem') {
           // Only the read-tool cache items may be deleted; ledger operations never are.
           expect(statement.Condition).toEqual({
-            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tool-ledger.read#*'] },
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tool-ledger/read#*'] },
           });
           continue;
         }
