@@ -26,6 +26,7 @@ import {
   Role,
   ServicePrincipal,
 } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
@@ -58,6 +59,8 @@ export interface LedgerApiProps {
   handler: IFunction;
   /** How long access logs are kept. */
   logRetention: RetentionDays;
+  /** A customer-managed key for the access log group. */
+  logKey?: IKey | undefined;
   /** What happens to the access log group when the stack is deleted. */
   removalPolicy: RemovalPolicy;
   /** Active X-Ray tracing on the stage. */
@@ -138,6 +141,7 @@ export class LedgerApi extends Construct {
     this.accessLogs = new LogGroup(this, 'AccessLogs', {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
+      ...(props.logKey === undefined ? {} : { encryptionKey: props.logKey }),
     });
     const privateEndpoints = props.privateEndpoints ?? [];
     const policy = apiResourcePolicy(

@@ -329,6 +329,20 @@ export interface ToolLedgerProps {
   /** The DLQ of `queue` (alarms watch it). @default a new queue */
   readonly deadLetterQueue?: IQueue;
   /**
+   * A customer-managed KMS key for the work queue and its DLQ. The construct's own roles and the
+   * producer policy get the key permissions sending and receiving take; a role that redrives the DLQ
+   * needs `kms:Decrypt` and `kms:GenerateDataKey` on it too.
+   * @default SQS-managed encryption (SSE-SQS)
+   */
+  readonly queueKey?: IKey;
+  /**
+   * A customer-managed KMS key for every log group of the deployment (the handlers' and the API's
+   * access logs). A key of the same app is given the statement CloudWatch Logs needs; for a key from
+   * elsewhere, add it yourself (synth warns).
+   * @default CloudWatch Logs' own encryption
+   */
+  readonly logKey?: IKey;
+  /**
    * Run every function that runs tools in a VPC, so a platform team controls their egress with
    * security groups and routes: the executor (queued work), the API (synchronous calls, and
    * `reconcile` in an operator's pass) and the reconciler (`reconcile`). The subnets need a path to

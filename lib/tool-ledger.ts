@@ -28,6 +28,7 @@ import type { ToolLedgerProps } from './tool-ledger-props';
 
 export type { McpUpstreamProps, TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
 
+import { allowLogsToUse } from './log-key';
 import { WorkQueue } from './work-queue';
 
 /**
@@ -100,6 +101,7 @@ export class ToolLedger extends Construct {
         props.queue && props.deadLetterQueue
           ? { queue: props.queue, deadLetterQueue: props.deadLetterQueue }
           : undefined,
+      ...(props.queueKey === undefined ? {} : { key: props.queueKey }),
     });
     this.queue = work.queue;
     this.deadLetterQueue = work.deadLetterQueue;
@@ -119,7 +121,10 @@ export class ToolLedger extends Construct {
     // Every function that runs tools (synchronous calls and operator passes in the API, queued work in
     // the executor, `reconcile` in the reconciler) runs in the deployment's network, if it has one.
     const network = props.network ?? props.executorNetwork;
+    const logKey = props.logKey;
+    if (logKey !== undefined) allowLogsToUse(this, logKey);
     const common = {
+      ...(logKey === undefined ? {} : { logKey }),
       ...(mount === undefined ? {} : { mount }),
       ...(network === undefined ? {} : { network }),
       bundling,
@@ -161,6 +166,7 @@ export class ToolLedger extends Construct {
     });
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
     ledgerTable.grantReadCacheDelete(executor.role);
+    work.restrictConsumers(executor.role);
     executor.fn.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: settings.executorBatchSize,
@@ -205,6 +211,7 @@ export class ToolLedger extends Construct {
 
     this.ledgerApi = new LedgerApi(this, 'Http', {
       handler: api.fn,
+      logKey,
       logRetention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
       tracing: settings.tracing,
@@ -224,7 +231,18 @@ export class ToolLedger extends Construct {
     this.policies = this.ledgerApi.policies;
     this.producerPolicy = new ManagedPolicy(this, 'ProducerPolicy', {
       description: 'tool-ledger producer: send work messages to the work queue',
-      statements: [new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] })],
+      statements: [
+        new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
+        // A queue under a customer-managed key takes a data key to send.
+        ...(this.queue.encryptionMasterKey
+          ? [
+              new PolicyStatement({
+                actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+                resources: [this.queue.encryptionMasterKey.keyArn],
+              }),
+            ]
+          : []),
+      ],
     });
 
     this.alarmTopic =

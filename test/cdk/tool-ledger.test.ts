@@ -348,7 +348,7 @@ describe('API', () => {
       MethodSettings: expect.arrayContaining([
         expect.objectContaining({
           DataTraceEnabled: false,
-          LoggingLevel: 'OFF',
+          LoggingLevel: 'ERROR',
           MetricsEnabled: false,
           HttpMethod: '*',
           ResourcePath: '/*',
