@@ -18,6 +18,8 @@ export const LAMBDA_WORKSPACE_DIR: string = SETTINGS.workspaceDir.default;
 export interface EnvironmentRefs {
   tableName: string;
   queueUrl: string;
+  /** The ledger's identity, read back from the table at deploy time (lib/ledger-identity.ts). */
+  ledgerId?: string;
 }
 
 /** Variables every handler gets. */
@@ -25,6 +27,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
   const owned: Record<string, string> = {
     [SETTINGS.tableName.name]: refs.tableName,
     [SETTINGS.queueUrl.name]: refs.queueUrl,
+    ...(refs.ledgerId === undefined ? {} : { [SETTINGS.ledgerId.name]: refs.ledgerId }),
     [SETTINGS.retentionSeconds.name]: String(settings.retention.toSeconds()),
     [SETTINGS.leaseGraceMs.name]: String(settings.leaseGrace.toMilliseconds()),
     [SETTINGS.syncWaitMs.name]: String(settings.syncWait.toMilliseconds()),

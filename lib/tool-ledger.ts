@@ -19,6 +19,7 @@ import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment
 import { HandlerFunction } from './handler-function';
 import { instanceName } from './instance-name';
 import { LedgerApi } from './ledger-api';
+import { LedgerIdentity } from './ledger-identity';
 import { LedgerTable } from './ledger-table';
 import { LedgerMonitoring } from './monitoring';
 import { QueueSenderBinding } from './queue-senders';
@@ -90,6 +91,7 @@ export class ToolLedger extends Construct {
     });
     this.table = ledgerTable.table;
     this.tableKey = ledgerTable.key;
+    const identity = new LedgerIdentity(this, 'Identity', { table: this.table, tableKey: this.tableKey });
 
     const work = new WorkQueue(this, 'Work', {
       retention: settings.queueRetention,
@@ -109,6 +111,8 @@ export class ToolLedger extends Construct {
     const environment = commonEnvironment(settings, {
       tableName: this.table.tableName,
       queueUrl: this.queue.queueUrl,
+      // The handlers start only once the table's identity is checked (and say which ledger they serve).
+      ledgerId: identity.ledgerId,
     });
     // Without upstreams the MCP gateway is left out of the bundles (lib/bundling.ts).
     const upstreams = settings.mcpUpstreams !== '';

@@ -202,6 +202,11 @@ export const SETTINGS = {
    */
   queueSenders: { name: 'TOOL_LEDGER_QUEUE_SENDERS', kind: 'string', readers: ['executor'] },
   /**
+   * The ledger's identity, as the table's identity item holds it: set by the construct from the deploy-time
+   * identity check, so a deploy against a table without the ledger's identity fails (lib/ledger-identity.ts).
+   */
+  ledgerId: { name: 'TOOL_LEDGER_LEDGER_ID', kind: 'string', readers: HANDLERS },
+  /**
    * JSON object of requests per second each tenant may make, `{"*": 400, "acme": 800}` (`*`: every
    * tenant not named); the API answers 429 `throttled` above it. Unset: no per-tenant limit.
    */

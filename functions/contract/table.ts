@@ -107,3 +107,18 @@ export const READ_CACHE_KEY_PREFIX = `${READ_KEY_PREFIX}#`;
  * its `tenants` prop against the same pattern at synth.
  */
 export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The format of the operation records this code writes (`record_format` on every item it reserves).
+ * A reader refuses a record of a later format than it knows (code rolled back over records written by
+ * a newer release) rather than misread it; a record without the attribute is format 1. Raise it with
+ * any change to what a record means, together with a reader of the older formats.
+ */
+export const RECORD_FORMAT = 1;
+
+/**
+ * The ledger's identity item: written when the deployment is created (or when this release is first
+ * deployed over an existing table), and required by every later deploy, so a table replaced by an
+ * empty one fails the deploy instead of silently starting an empty ledger (lib/ledger-identity.ts).
+ */
+export const IDENTITY_KEY = { pk: `${OWN_KEY_NAMESPACE}identity`, sk: 'identity' } as const;

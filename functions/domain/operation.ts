@@ -56,6 +56,8 @@ export interface OperationRecord {
   requested_by: string;
   /** Unique per reservation attempt: recognises our own PutItem whose response was lost. */
   reservation_id: string;
+  /** The record's format (functions/contract/table.ts `RECORD_FORMAT`); absent on format 1 records written before it was stored. */
+  record_format?: number;
   agent_run_id?: string;
   lease_owner?: string;
   /** Epoch milliseconds. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
+import { RECORD_FORMAT } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
 import type {
   ApprovalRecord,
@@ -102,6 +103,7 @@ export async function reserve(
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
     reservation_id: randomUUID(),
+    record_format: RECORD_FORMAT,
     created_at: nowIso,
     updated_at: nowIso,
     history: [{ at: nowIso, from: null, to: state, attempt, by: caller.principal }],
