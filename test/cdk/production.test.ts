@@ -184,11 +184,13 @@ describe('several instances per account', () => {
       JSON.stringify([{ Name: 'service', Value: 'Shared-TeamA' }]),
       JSON.stringify([{ Name: 'service', Value: 'Shared-TeamB' }]),
     ]);
-    const serviceNames = Object.values(ofType(t, 'AWS::Lambda::Function')).map(
-      (fn) =>
-        (fn.Properties.Environment as { Variables: Record<string, string> }).Variables
-          .POWERTOOLS_SERVICE_NAME,
-    );
+    const serviceNames = Object.values(ofType(t, 'AWS::Lambda::Function'))
+      .filter((fn) => String(fn.Properties.Description).startsWith('tool-ledger'))
+      .map(
+        (fn) =>
+          (fn.Properties.Environment as { Variables: Record<string, string> }).Variables
+            .POWERTOOLS_SERVICE_NAME,
+      );
     expect(new Set(serviceNames)).toEqual(new Set(['Shared-TeamA', 'Shared-TeamB']));
   });
 
