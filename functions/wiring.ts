@@ -13,6 +13,7 @@ import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { parseAllowedOrigin } from './tools/origin-policy';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
+import { parseToolSecrets, secretReader } from './tools/tool-secrets';
 
 /** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
 export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } as const;
@@ -166,6 +167,11 @@ export function toolEnvironment(env: NodeJS.ProcessEnv = process.env): ToolEnvir
     local: readSetting(env, SETTINGS.local),
     reservedEndpoints: reservedEndpoints(env),
     retentionSeconds: readSetting(env, SETTINGS.retentionSeconds),
+    secret: secretReader(
+      parseToolSecrets(readSetting(env, SETTINGS.toolSecrets), SETTINGS.toolSecrets.name),
+      readSetting(env, SETTINGS.local),
+      env,
+    ),
   };
 }
 

@@ -21,6 +21,7 @@ import {
 import { type ResolvedTenant, splitTenants } from './tenant-bindings';
 import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
 import { readToolManifestSync } from './tool-manifest';
+import { checkToolSecrets } from './tool-secrets';
 
 export { ToolLedgerConfigError } from './config-error';
 export type { ResolvedTenant } from './tenant-bindings';
@@ -267,6 +268,7 @@ export function resolveSettings(
   checkTools(settings, problems);
   checkReconcileFits(settings, problems);
   problems.push(...checkWorkspaceTools(settings.toolNames, sharedWorkspace !== undefined));
+  problems.push(...checkToolSecrets(props.toolSecrets ?? {}));
   problems.push(
     ...checkRetention({
       defaultRetention: settings.retention,

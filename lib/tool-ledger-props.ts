@@ -4,8 +4,10 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IVpcEndpoint } from 'aws-cdk-lib/aws-ec2';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { IStringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { DeclaredThroughput } from './capacity';
 import type { ReservedConcurrency } from './concurrency';
 import type { HandlerNetwork } from './handler-function';
@@ -43,6 +45,28 @@ export interface McpUpstreamProps {
   /** Hard deadline of one call. @default Duration.seconds(10) */
   readonly timeout?: Duration;
 }
+
+/** The handlers, by name: the functions that run tools. */
+export type HandlerName = 'api' | 'executor' | 'reconciler';
+
+/**
+ * A secret the deployment's tools read with `env.secret(name)`: a Secrets Manager secret (optionally
+ * one member of its JSON) or an SSM SecureString parameter. Only its ARN or name is in the template;
+ * reading it is granted to `handlers` alone.
+ */
+export type ToolSecret =
+  | {
+      readonly secret: ISecret;
+      /** The member of the secret's JSON that holds the value. @default the whole secret string */
+      readonly field?: string;
+      /** Functions whose tools read it. @default every function that runs tools: api, executor, reconciler */
+      readonly handlers?: readonly HandlerName[];
+    }
+  | {
+      readonly parameter: IStringParameter;
+      /** Functions whose tools read it. @default every function that runs tools: api, executor, reconciler */
+      readonly handlers?: readonly HandlerName[];
+    };
 
 /**
  * Everything a deployment can change. With no props at all, the construct is a complete, secure
@@ -188,8 +212,15 @@ export interface ToolLedgerProps {
    */
   readonly mcpUpstreams?: readonly McpUpstreamProps[];
   /**
-   * Extra environment variables for every handler, for a custom tools module's own settings. Names the
-   * construct sets are refused.
+   * Secrets the tools read (`env.secret(NAME)` in a tool), by name (`[A-Z][A-Z0-9_]*`): never in the
+   * environment or the template, only where each lives; reading each is granted to the functions that
+   * need it. Put tokens here, not in `environment`.
+   * @default {}
+   */
+  readonly toolSecrets?: Readonly<Record<string, ToolSecret>>;
+  /**
+   * Extra environment variables for every handler, for a custom tools module's own settings (visible
+   * in the template and the console: secrets go in `toolSecrets`). Names the construct sets are refused.
    * @default {}
    */
   readonly environment?: Readonly<Record<string, string>>;

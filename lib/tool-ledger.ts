@@ -25,9 +25,16 @@ import { LedgerMonitoring } from './monitoring';
 import { QueueSenderBinding } from './queue-senders';
 import { resolveSettings } from './settings';
 import { workspaceMount } from './shared-workspace';
-import type { ToolLedgerProps } from './tool-ledger-props';
+import type { HandlerName, ToolLedgerProps } from './tool-ledger-props';
+import { toolSecretsFor } from './tool-secrets';
 
-export type { McpUpstreamProps, TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
+export type {
+  HandlerName,
+  McpUpstreamProps,
+  TenantPrincipals,
+  ToolLedgerProps,
+  ToolSecret,
+} from './tool-ledger-props';
 
 import { allowLogsToUse } from './log-key';
 import { WorkQueue } from './work-queue';
@@ -157,6 +164,12 @@ export class ToolLedger extends Construct {
     );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
+    const secrets = props.toolSecrets ?? {};
+    const withSecrets = (handler: HandlerName, made: HandlerFunction) => {
+      for (const [name, value] of Object.entries(toolSecretsFor(this, secrets, handler, made.role)))
+        made.fn.addEnvironment(name, value);
+    };
+    withSecrets('api', api);
 
     this.senders = new QueueSenderBinding(this, settings.queueTenants);
     const executor = new HandlerFunction(this, 'ExecutorHandler', {
@@ -168,6 +181,7 @@ export class ToolLedger extends Construct {
       environment: { ...environment, ...executorEnvironment(settings), ...this.senders.environment() },
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
     });
+    withSecrets('executor', executor);
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
     ledgerTable.grantReadCacheDelete(executor.role);
     work.restrictConsumers(executor.role);
@@ -198,6 +212,7 @@ export class ToolLedger extends Construct {
       [LEDGER_TABLE.indexes.attention.name],
       [LEDGER_TABLE.indexes.unresolved.name],
     );
+    withSecrets('reconciler', reconciler);
     this.queue.grantSendMessages(reconciler.role);
     // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.
     this.senders.trust(api.role);
