@@ -483,7 +483,7 @@ describe('monitoring', () => {
         'AlarmTopicArn',
       ]),
     );
-    expect(outputs).toHaveLength(10);
+    expect(outputs).toHaveLength(13);
     expect(Object.keys(resources).length).toBeGreaterThan(50);
   });
 });
