@@ -39,6 +39,7 @@ export const reconcileCommand: Command = {
     out.print(
       `pass done: read ${report.read} in ${report.pages} page${report.pages === 1 ? '' : 's'}, ` +
         `acted on ${acted}, skipped ${report.skipped}` +
+        (report.deferred ? `, left for the schedule ${report.deferred}` : '') +
         (actions.length > 0 ? ` (${actions.join(', ')})` : ''),
     );
     if (report.complete === false) {
