@@ -33,6 +33,8 @@ export interface LedgerConfig {
   maxReconcileChecks: number;
   /** Time kept back from the Lambda's remaining time for the commit, ms. */
   commitReserveMs: number;
+  /** Reconciler decisions in flight at once. */
+  reconcileParallelism: number;
 }
 
 /**
@@ -55,5 +57,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     retryBaseMs: readSetting(env, SETTINGS.retryBaseMs),
     maxReconcileChecks: readSetting(env, SETTINGS.maxReconcileChecks),
     commitReserveMs: readSetting(env, SETTINGS.commitReserveMs),
+    reconcileParallelism: Math.max(1, readSetting(env, SETTINGS.reconcileParallelism)),
   };
 }

@@ -4,13 +4,16 @@ import { withUpstreams } from '#tool-ledger/upstreams';
 import { loadConfig } from './config';
 import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
+import { parseTenantRateLimits, type TenantRateLimiter } from './engine/tenant-rate-limit';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { DynamoTenantLimiter } from './ledger/tenant-limiter';
 import { inProcessDynamo } from './local/in-process-dynamo';
 import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { parseAllowedOrigin } from './tools/origin-policy';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
+import { parseToolSecrets, secretReader } from './tools/tool-secrets';
 
 /** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
 export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } as const;
@@ -75,6 +78,8 @@ export interface Runtime {
    */
   queueSenders: SenderBinding | undefined;
   toolEnv: ToolEnvironment;
+  /** Per-tenant request limits of the HTTP front door, when the deployment sets them. */
+  tenantLimiter?: TenantRateLimiter;
   /**
    * Puts the current tools in `deps.tools`: the deployment's, plus the tools of the upstream MCP servers
    * listed so far (`mcpUpstreams`). Handlers await it at the start of every invocation;
@@ -136,6 +141,11 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     toolEnv,
     refreshTools: async () => {},
   };
+  const limits = parseTenantRateLimits(
+    readSetting(env, SETTINGS.tenantRateLimits),
+    SETTINGS.tenantRateLimits.name,
+  );
+  if (limits !== undefined) runtime.tenantLimiter = new DynamoTenantLimiter(dynamo, config.tableName, limits);
   runtime.refreshTools = withUpstreams(deps, env);
   return runtime;
 }
@@ -157,6 +167,11 @@ export function toolEnvironment(env: NodeJS.ProcessEnv = process.env): ToolEnvir
     local: readSetting(env, SETTINGS.local),
     reservedEndpoints: reservedEndpoints(env),
     retentionSeconds: readSetting(env, SETTINGS.retentionSeconds),
+    secret: secretReader(
+      parseToolSecrets(readSetting(env, SETTINGS.toolSecrets), SETTINGS.toolSecrets.name),
+      readSetting(env, SETTINGS.local),
+      env,
+    ),
   };
 }
 

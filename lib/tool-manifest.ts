@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { buildSync } from 'esbuild';
-import type { AnyTool } from '../functions/domain/tool';
+import { type AnyTool, reconcileTimeoutOf } from '../functions/domain/tool';
 import type { ToolEnvironment, ToolFactory } from '../functions/tools/registry';
 
 /**
@@ -22,6 +22,11 @@ export interface ToolManifest {
   retentions: Record<string, Duration>;
   /** Every tool's `timeoutMs` (default 10 s), as durations. */
   timeouts: Record<string, Duration>;
+  /**
+   * The deadline of one `reconcile` call (`reconcileTimeoutMs`, else `timeoutMs`) of each tool that
+   * has a `reconcile`: what a reconciler pass must fit.
+   */
+  reconcileTimeouts: Record<string, Duration>;
 }
 
 /** The default `timeoutMs` of a tool (the contract, §4). */
@@ -97,7 +102,7 @@ function factoryOf(modulePath: string, loaded: { default?: unknown }): ToolFacto
 }
 
 function describeTools(tools: readonly AnyTool[]): ToolManifest {
-  const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {} };
+  const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {}, reconcileTimeouts: {} };
   for (const tool of tools) {
     manifest.names.push(tool.name);
     // A read tool's `retention` is the lifetime of its result cache, and reads are never queued, so
@@ -106,6 +111,9 @@ function describeTools(tools: readonly AnyTool[]): ToolManifest {
       manifest.retentions[tool.name] = Duration.seconds(tool.retention);
     }
     manifest.timeouts[tool.name] = Duration.millis(tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
+    if (tool.reconcile !== undefined && tool.effect !== 'read') {
+      manifest.reconcileTimeouts[tool.name] = Duration.millis(reconcileTimeoutOf(tool));
+    }
   }
   return manifest;
 }

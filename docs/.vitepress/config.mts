@@ -18,6 +18,7 @@ const pages: [string, string][] = [
   ['Operators', '/docs/operators'],
   ['Local mode', '/docs/local-mode'],
   ['Deploy to AWS', '/docs/deploying'],
+  ['Runbook', '/docs/runbook'],
   ['Guarantees', '/docs/guarantees'],
   ['Performance', '/docs/performance'],
   ['Decisions', '/docs/decisions'],

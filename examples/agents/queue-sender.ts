@@ -1,6 +1,6 @@
 import { ToolLedgerQueueSender } from '@tool-ledger/client/sqs';
 
-const sender = new ToolLedgerQueueSender({ queueUrl, tenant: 'acme', maxAgeMs: 86_400_000 });
+const sender = new ToolLedgerQueueSender({ queueUrl, tenant: 'acme', maxAgeMs: 86_400_000 }); // default: 18 days; false: none
 await sender.send({ operationId, tool: 'webhook.post', arguments: { url, json }, agentRunId });
 // #endregion docs
 

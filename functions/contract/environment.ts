@@ -153,6 +153,19 @@ export const SETTINGS = {
     default: 5,
     readers: HANDLERS_AND_LOCAL,
   },
+  /**
+   * Reconciler decisions in flight at once, in a scheduled pass and an operator's. Most decisions are
+   * one conditional write and a send (a few milliseconds); after a target's outage thousands are due
+   * at once, and 16 at a time clear them within a tick. A slow target delays only the decisions that
+   * wait on it.
+   */
+  reconcileParallelism: {
+    name: 'TOOL_LEDGER_RECONCILE_PARALLELISM',
+    kind: 'integer',
+    default: 16,
+    min: 1,
+    readers: HANDLERS_AND_LOCAL,
+  },
   /** Time kept back from the Lambda's remaining time for the commit, ms. */
   commitReserveMs: {
     name: 'TOOL_LEDGER_COMMIT_RESERVE_MS',
@@ -188,6 +201,22 @@ export const SETTINGS = {
    * tenant (the contract, §6, AWS only; unset refuses every message).
    */
   queueSenders: { name: 'TOOL_LEDGER_QUEUE_SENDERS', kind: 'string', readers: ['executor'] },
+  /**
+   * The ledger's identity, as the table's identity item holds it: set by the construct from the deploy-time
+   * identity check, so a deploy against a table without the ledger's identity fails (lib/ledger-identity.ts).
+   */
+  ledgerId: { name: 'TOOL_LEDGER_LEDGER_ID', kind: 'string', readers: HANDLERS },
+  /**
+   * JSON object of requests per second each tenant may make, `{"*": 400, "acme": 800}` (`*`: every
+   * tenant not named); the API answers 429 `throttled` above it. Unset: no per-tenant limit.
+   */
+  tenantRateLimits: { name: 'TOOL_LEDGER_TENANT_RATE_LIMITS', kind: 'string', readers: ['api'] },
+  /**
+   * JSON object of the secrets tools may read, by name: `{"ACME_TOKEN": {"source": "secretsmanager",
+   * "id": "<arn>", "field"?: "token"}}` or `{"source": "ssm", "id": "<parameter name>"}`. The values
+   * never travel in the environment, only where to read them; unset: none.
+   */
+  toolSecrets: { name: 'TOOL_LEDGER_TOOL_SECRETS', kind: 'string', readers: HANDLERS },
   /** Upstream MCP servers the gateway serves (functions/mcp/upstreams.ts): `name=url[;option…],…`. */
   mcpUpstreams: { name: 'TOOL_LEDGER_MCP_UPSTREAMS', kind: 'string', readers: HANDLERS_AND_LOCAL },
 

@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'state_changed'
   | 'not_found'
   | 'ledger_unavailable'
+  | 'throttled'
   | 'method_not_allowed'
   | 'internal_error';
 
@@ -145,6 +146,16 @@ export class LedgerUnavailableError extends LedgerError {
   constructor(message: string, cause?: unknown) {
     super('ledger_unavailable', message, { cause });
     this.name = 'LedgerUnavailableError';
+  }
+}
+
+/** The caller's tenant made more requests this second than the deployment allows it. Nothing ran. */
+export class TenantThrottledError extends LedgerError {
+  constructor(limit: number) {
+    super('throttled', `the tenant is limited to ${limit} requests per second`, {
+      details: { retry_after: 1 },
+    });
+    this.name = 'TenantThrottledError';
   }
 }
 

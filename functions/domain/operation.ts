@@ -56,6 +56,8 @@ export interface OperationRecord {
   requested_by: string;
   /** Unique per reservation attempt: recognises our own PutItem whose response was lost. */
   reservation_id: string;
+  /** The record's format (functions/contract/table.ts `RECORD_FORMAT`); absent on format 1 records written before it was stored. */
+  record_format?: number;
   agent_run_id?: string;
   lease_owner?: string;
   /** Epoch milliseconds. */
@@ -86,6 +88,8 @@ export interface OperationRecord {
   reconciled?: boolean;
   /** How many times the reconciler asked the tool and got `unknown`. */
   reconcile_checks?: number;
+  /** How many times a reconciler pass ran out of time for this record and deferred it (its backoff). */
+  reconcile_deferrals?: number;
   /** How many times the reconciler re-sent the work message of a `queued` record. */
   requeue_count?: number;
   /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
+import { RECORD_FORMAT } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
 import type {
   ApprovalRecord,
@@ -102,6 +103,7 @@ export async function reserve(
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
     reservation_id: randomUUID(),
+    record_format: RECORD_FORMAT,
     created_at: nowIso,
     updated_at: nowIso,
     history: [{ at: nowIso, from: null, to: state, attempt, by: caller.principal }],
@@ -720,6 +722,20 @@ export async function postponeCheck(
 ): Promise<WriteResult> {
   const checks = record.reconcile_checks ?? 0;
   return postpone(deps, req, record, nextAt, { reconcile_checks: checks + 1 }, { reconcileChecks: checks });
+}
+
+/**
+ * `X → X` (`defer_attention`): the pass had no time left to decide this record (its `reconcile` would
+ * not end inside the pass), so it looks again at `nextAt` and moves on; the next pass starts behind the
+ * records that were due before it. Counts the deferrals, which set the backoff.
+ */
+export async function deferDecision(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  return postpone(deps, req, record, nextAt, { reconcile_deferrals: (record.reconcile_deferrals ?? 0) + 1 });
 }
 
 /** The one write of every `defer_attention`: a new attention time, the state kept. */

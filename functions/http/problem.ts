@@ -28,6 +28,7 @@ export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   idempotency_key_reused: { status: 422, title: 'Idempotency-Key reused with different arguments' },
   internal_error: { status: 500, title: 'Internal error' },
+  throttled: { status: 429, title: 'Too many requests' },
   ledger_unavailable: { status: 503, title: 'The ledger is unavailable' },
 };
 

@@ -21,6 +21,13 @@ export interface ToolEnvironment {
    * append markers) may be swept once it is older than that. @default 2592000 (30 days)
    */
   retentionSeconds?: number;
+  /**
+   * A secret the deployment gives its tools (the construct's `toolSecrets`: a Secrets Manager secret or
+   * an SSM SecureString, read when asked and cached for a few minutes; in local mode, an environment
+   * variable of the same name). Call it when the tool runs (in `execute` or `reconcile`), never in the
+   * factory: the construct loads the factory at synth, where no secret is readable.
+   */
+  secret?(name: string): Promise<string>;
 }
 
 /** A module that contributes tools: what infrastructure teams point the construct at. */

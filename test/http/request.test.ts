@@ -112,6 +112,8 @@ describe('problem mapping', () => {
       payload_too_large: 413,
       unsupported_media_type: 415,
       idempotency_key_reused: 422,
+      // Not in the contract's table: a tenant over its requests per second (the deployment's limit).
+      throttled: 429,
       internal_error: 500,
       ledger_unavailable: 503,
     };
