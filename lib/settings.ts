@@ -207,6 +207,7 @@ export function resolveSettings(
   checkApi(settings, problems);
   checkTimes(settings, problems);
   checkTools(settings, problems);
+  for (const refused of manifest.refused) problems.push(`toolsModule: ${refused}.`);
   problems.push(...checkWorkspaceTools(settings.toolNames, sharedWorkspace !== undefined));
   problems.push(
     ...checkRetention({

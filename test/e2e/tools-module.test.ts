@@ -189,4 +189,22 @@ describe('a tools module whose factory cannot build the tools stops local mode a
       'item 1 (team.half) is not a tool: no execute function (build it with defineTool)',
     );
   });
+
+  it('a read tool that requires approval (reads run at once, so the approval would never be waited for)', async () => {
+    const { module, code, stderr } = await startWith(
+      'approved-read',
+      [
+        "const tool = { name: 'team.export', description: 'exports', effect: 'read', requiresApproval: true,",
+        '  schema: { safeParse: (v) => ({ success: true, data: v }) },',
+        '  execute: async () => ({}) };',
+        'export default () => [tool];',
+        '',
+      ].join('\n'),
+    );
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `TOOL_LEDGER_TOOLS_MODULE: ${module}: tool "team.export" is a read tool that requires approval`,
+    );
+    expect(stderr).not.toContain('tool-ledger ready');
+  });
 });
