@@ -10,8 +10,8 @@ import {
 import { TENANT_PATTERN } from '../contract/table';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
 import { ROLES } from '../http/identity';
-import { parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
-import { parseAllowedOrigin } from '../tools/origin-policy';
+import { type McpUpstream, parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
+import { entriesReaching, parseAllowedOrigin } from '../tools/origin-policy';
 
 /**
  * The settings of `npm start` (the contract, §10), read once from the environment with their defaults. The
@@ -128,9 +128,10 @@ export function loadLocalSettings(
   if (logFormat !== 'json' && logFormat !== 'pretty') {
     throw new LocalSettingsError(`${SETTINGS.logFormat.name}=${logFormat}: must be json or pretty`);
   }
-  checkMcpUpstreams(env);
+  const upstreams = checkMcpUpstreams(env);
   const webhookAllow = nonEmpty(env[SETTINGS.webhookAllow.name]) ?? DEFAULT_WEBHOOK_ALLOW;
   checkOrigins(SETTINGS.webhookAllow.name, webhookAllow);
+  checkAllowReachesNoUpstream(webhookAllow, upstreams);
   checkOrigins(SETTINGS.webhookIdempotent.name, env[SETTINGS.webhookIdempotent.name] ?? '');
   const dataDir = resolve(nonEmpty(env[SETTINGS.dataDir.name]) ?? SETTINGS.dataDir.default);
   const tokensSpec = nonEmpty(env[SETTINGS.tokens.name]) ?? DEFAULT_TOKENS;
@@ -218,13 +219,41 @@ export function parseTokens(spec: string): LocalToken[] {
  * themselves (functions/mcp/gateway.ts); it is parsed here only so that a malformed entry stops local
  * mode at start, naming the entry.
  */
-function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
+function checkMcpUpstreams(env: NodeJS.ProcessEnv): McpUpstream[] {
   try {
-    parseUpstreams(env[SETTINGS.mcpUpstreams.name]);
+    return parseUpstreams(env[SETTINGS.mcpUpstreams.name]);
   } catch (error) {
     if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
     throw error;
   }
+}
+
+/**
+ * The gateway's upstreams are the deployment's own endpoints, which no tool may reach: an allow-list
+ * entry that names one outright contradicts that, and is refused (the handlers would refuse the calls
+ * anyway). A port-less loopback entry, such as the default, allows any port and has the upstreams'
+ * ports carved out at run time instead.
+ */
+function checkAllowReachesNoUpstream(webhookAllow: string, upstreams: readonly McpUpstream[]): void {
+  const entries = splitList(webhookAllow);
+  const [first] = entriesReaching(
+    entries,
+    upstreams.map((u) => u.url),
+    { local: true },
+  );
+  if (first === undefined) return;
+  throw new LocalSettingsError(
+    `${SETTINGS.webhookAllow.name} entry ${first.entry + 1} (${entries[first.entry]}) reaches ` +
+      `${SETTINGS.mcpUpstreams.name} entry "${upstreams[first.endpoint]?.name}": tools must never reach the ` +
+      "gateway's own upstream MCP servers (webhook.post would call their tools without the ledger); remove the entry",
+  );
+}
+
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 }
 
 /**
@@ -233,10 +262,7 @@ function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
  * to every request. Origins are not secrets: the entry is shown as written.
  */
 function checkOrigins(name: string, raw: string): void {
-  const entries = raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
+  const entries = splitList(raw);
   entries.forEach((entry, index) => {
     try {
       parseAllowedOrigin(entry);

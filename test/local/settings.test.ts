@@ -40,6 +40,23 @@ describe('local settings', () => {
     expect(same.tenants).toEqual(['Acme']);
   });
 
+  it('refuses a webhook origin that names an MCP upstream, naming the entry; a port-less loopback entry is narrowed instead', () => {
+    const upstreams = 'files=http://127.0.0.1:8931/mcp;trusted';
+    expect(
+      refusal({
+        TOOL_LEDGER_MCP_UPSTREAMS: upstreams,
+        TOOL_LEDGER_WEBHOOK_ALLOW: 'http://127.0.0.1,http://localhost:8931',
+      }),
+    ).toBe(
+      'TOOL_LEDGER_WEBHOOK_ALLOW entry 2 (http://localhost:8931) reaches TOOL_LEDGER_MCP_UPSTREAMS entry "files": ' +
+        "tools must never reach the gateway's own upstream MCP servers (webhook.post would call their tools without the ledger); remove the entry",
+    );
+    // The default list allows any loopback port: the upstream's port is reserved out of it at run time.
+    expect(loadLocalSettings({ TOOL_LEDGER_MCP_UPSTREAMS: upstreams }, false).webhookAllow).toBe(
+      'http://127.0.0.1,http://localhost',
+    );
+  });
+
   it('names a bad number with its value', () => {
     expect(refusal({ TOOL_LEDGER_RETENTION_SECONDS: '-1' })).toBe(
       'TOOL_LEDGER_RETENTION_SECONDS=-1: must be a non-negative integer',

@@ -30,8 +30,18 @@ export interface UpstreamServer {
   close(): Promise<void>;
 }
 
+/** Options of {@link startUpstreamServer}. */
+export interface UpstreamOptions {
+  /**
+   * Answer a POST whatever its `Accept` says, as hand-written MCP servers often do: the SDK's transport
+   * refuses a request that does not accept `text/event-stream` (406), so this server adds it first.
+   * @default false
+   */
+  lenientAccept?: boolean;
+}
+
 /** Starts the upstream on a free loopback port. */
-export async function startUpstreamServer(): Promise<UpstreamServer> {
+export async function startUpstreamServer(options: UpstreamOptions = {}): Promise<UpstreamServer> {
   const seen: { tool: string; key: string | undefined }[] = [];
   let waiters: { tool: string; n: number; resolve: () => void }[] = [];
   const hanging = new Set<ServerResponse>();
@@ -117,6 +127,7 @@ export async function startUpstreamServer(): Promise<UpstreamServer> {
           void server.close();
         });
         await server.connect(transport);
+        if (options.lenientAccept) req.headers.accept = 'application/json, text/event-stream';
         const text = Buffer.concat(chunks).toString('utf8');
         await transport.handleRequest(req, res, text === '' ? undefined : JSON.parse(text));
       })().catch(() => res.destroy());
