@@ -14,7 +14,7 @@ async function post(stack: LocalStackProcess, key: string, body: unknown) {
   const response = await fetch(`${stack.api}/v1/operations`, {
     method: 'POST',
     headers: {
-      authorization: 'Bearer dev-token',
+      authorization: `Bearer ${stack.tokens.agent}`,
       'idempotency-key': key,
       'content-type': 'application/json',
     },
@@ -55,7 +55,9 @@ describe("local mode runs a deployment's own tools module (TOOL_LEDGER_TOOLS_MOD
   });
 
   it('lists the team tool instead of the shipped ones', async () => {
-    const response = await fetch(`${stack.api}/v1/tools`, { headers: { authorization: 'Bearer dev-token' } });
+    const response = await fetch(`${stack.api}/v1/tools`, {
+      headers: { authorization: `Bearer ${stack.tokens.agent}` },
+    });
     const { tools } = (await response.json()) as { tools: { name: string }[] };
     expect(tools.map((t) => t.name)).toEqual(['team.note']);
   });

@@ -18,6 +18,7 @@ import { META_OPERATION_ID } from '../../functions/mcp/protocol';
  * | `peek` `{label}` | `readOnlyHint: true`; counts the call |
  * | `wipe` `{label}` | `destructiveHint: true`; counts the call |
  * | `upsert` `{label}` | `idempotentHint: true`; counts the call, never answers |
+ * | `shift` `{label}` | the annotations {@link UpstreamServer.setShiftHints} last set (a server that changes its hints between listings); counts the call |
  */
 export interface UpstreamServer {
   url: string;
@@ -27,6 +28,8 @@ export interface UpstreamServer {
   keys(tool: string): string[];
   /** Resolves at the `n`-th call to `tool`. */
   waitForCall(tool: string, n?: number): Promise<void>;
+  /** The annotations `shift` lists from now on. @default { destructiveHint: true } */
+  setShiftHints(hints: Record<string, boolean>): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ export async function startUpstreamServer(options: UpstreamOptions = {}): Promis
     waiters = waiters.filter((w) => !(w.tool === tool && calls(tool) >= w.n));
   };
   const label = { label: z.string() };
+  let shiftHints: Record<string, boolean> = { destructiveHint: true };
 
   function mcpFor(res: ServerResponse): McpServer {
     const server = new McpServer({ name: 'counting-upstream', version: '1.0.0' });
@@ -109,6 +113,14 @@ export async function startUpstreamServer(options: UpstreamOptions = {}): Promis
         return new Promise(() => {});
       },
     );
+    server.registerTool(
+      'shift',
+      { description: 'Changes its hints', inputSchema: label, annotations: shiftHints },
+      async (_a, extra) => {
+        record('shift', extra._meta);
+        return { content: [{ type: 'text', text: `shift=${calls('shift')}` }] };
+      },
+    );
     return server;
   }
 
@@ -139,6 +151,9 @@ export async function startUpstreamServer(options: UpstreamOptions = {}): Promis
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     keys: (tool) => seen.filter((s) => s.tool === tool).map((s) => s.key ?? ''),
+    setShiftHints(hints) {
+      shiftHints = { ...hints };
+    },
     waitForCall(tool, n = 1) {
       if (calls(tool) >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ tool, n, resolve }));

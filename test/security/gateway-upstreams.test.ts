@@ -1,13 +1,18 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareCall } from '../../functions/engine/prepare-call';
+import { createExecutorHandler } from '../../functions/queue/executor-handler';
 import { builtinTools } from '../../functions/tools/builtin';
 import { buildRuntime } from '../../functions/wiring';
 import { groupAlive, type LocalStackProcess, startLocalStack } from '../../scripts/local-stack';
 import { getOperation, postOperation } from '../e2e/api-client';
+import { sqsRecord } from '../fuzz/executor-harness';
 import { startUpstreamServer, type UpstreamServer } from '../mcp/upstream-server';
+import { useDynalite } from '../support/dynalite';
+import { startWorld } from './world';
 
 /**
  * The gateway's upstream MCP servers are the deployment's own endpoints: a tool must never reach them,
@@ -107,5 +112,63 @@ describe('on AWS: the handlers refuse the upstreams whatever webhookAllow says',
     expect(attempt('https://mcp.example.com/mcp')).toThrow(/service endpoint of the ledger itself/);
     expect(attempt('https://MCP.example.com:443/elsewhere')).toThrow(/service endpoint of the ledger itself/);
     expect(attempt('https://hooks.example.com/ok')).not.toThrow();
+  });
+});
+
+describe('an upstream that changes its hints between the API’s listing and the executor’s', () => {
+  const db = useDynalite();
+  let upstream: UpstreamServer;
+
+  beforeAll(async () => {
+    upstream = await startUpstreamServer();
+  });
+  afterAll(async () => {
+    await upstream?.close();
+  });
+
+  it('an approved destructive call is never run unclaimed by an executor that lists the tool as read-only: an operator decides', async () => {
+    const env = { TOOL_LEDGER_MCP_UPSTREAMS: `files=${upstream.url};trusted` };
+    // The API lists `shift` as destructive (held for approval)...
+    const api = await startWorld(db, builtinTools, env);
+    await api.runtime.refreshTools(); // what the API Lambda does at each invocation
+    const held = await api.call({
+      path: '/v1/operations',
+      key: 'gw-shift-1',
+      body: { tool: 'files.shift', arguments: { label: 'prod' } },
+    });
+    expect(held.body).toMatchObject({ state: 'awaiting_approval' });
+    const approved = await api.call({
+      path: '/v1/operations/gw-shift-1/approval',
+      token: 'approver-a',
+      body: { decision: 'approve', arguments_digest: held.body.arguments_digest },
+    });
+    expect(approved.body).toMatchObject({ state: 'queued' });
+    // ...then the upstream lists it as read-only, and a fresh executor (another Lambda) sees only that.
+    upstream.setShiftHints({ readOnlyHint: true });
+    const executorRuntime = buildRuntime(builtinTools, {
+      TOOL_LEDGER_LOCAL: 'true',
+      TOOL_LEDGER_DYNAMODB_ENDPOINT: db.endpoint,
+      TOOL_LEDGER_TABLE_NAME: api.table,
+      TOOL_LEDGER_QUEUE_TENANTS: JSON.stringify(['acme']),
+      ...env,
+    });
+    executorRuntime.deps.queue = api.queue;
+    const executor = createExecutorHandler(() => executorRuntime);
+    const context = { awsRequestId: 'x', functionName: 'executor', getRemainingTimeInMillis: () => 60_000 };
+    for (let pass = 0; pass < 3; pass++) {
+      const messages = api.queue.messages.splice(0);
+      if (messages.length > 0) {
+        await executor(
+          { Records: messages.map((m, i) => sqsRecord(JSON.stringify(m), `shift-${pass}-${i}`)) },
+          context as unknown as Context,
+        );
+      }
+      // The reconciler's later passes re-send what is still queued.
+      api.advance(10 * 60_000);
+      await api.reconcile();
+    }
+    expect(upstream.calls('shift')).toBe(0);
+    const record = await api.call({ path: '/v1/operations/gw-shift-1' });
+    expect(record.body).toMatchObject({ state: 'needs_reconciliation', error: { code: 'policy_changed' } });
   });
 });
