@@ -247,7 +247,10 @@ async function main(): Promise<void> {
     const token = (
       await run('npx', ['tool-ledger', 'token'], consumer, { [SETTINGS.dataDir.name]: dataDir })
     ).trim();
-    check(/^tl_[A-Za-z0-9_-]{43}$/.test(token), 'local mode made a token for its data folder; the CLI prints it');
+    check(
+      /^tl_[A-Za-z0-9_-]{43}$/.test(token),
+      'local mode made a token for its data folder; the CLI prints it',
+    );
     const seen = JSON.parse(
       (await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, { TOKEN: token })).trim(),
     ) as {
