@@ -26,7 +26,15 @@ export async function runAttempt(
   const started = deps.clock();
   let outcome = await execute(deps, record, tool, args, lease, started);
   if (outcome.state === 'uncertain' && boundPolicy(record, tool).effect === 'read') {
-    outcome = { ...outcome, state: 'failed_retryable' };
+    const code = outcome.error?.code ?? outcome.outcomeCode;
+    outcome = {
+      ...outcome,
+      state: 'failed_retryable',
+      error: {
+        code,
+        message: 'the outcome of the read is unknown; a read runs again harmlessly, so it is retried',
+      },
+    };
   }
   if (outcome.state !== 'failed_retryable' && record.attempt === 1)
     deps.metrics.count(LEDGER_METRICS.firstExecutions, tool.name);

@@ -221,6 +221,40 @@ describe('a tool whose policy changes between the steps of one operation', () =>
     expect(await get(id)).toMatchObject({ state: 'needs_reconciliation', attempt: 1 });
   });
 
+  it('the executor runs a read tool as a ledger operation: claimed and recorded, an unknown outcome retried, never left uncertain', async () => {
+    let runs = 0;
+    const lookup: AnyTool = defineTool({
+      name: 'acme.lookup',
+      description: 'reads, and loses its first answer',
+      effect: 'read',
+      schema: z.object({ label: z.string() }),
+      async execute() {
+        runs += 1;
+        if (runs === 1) throw new UncertainOutcomeError('timeout', 'the answer was lost');
+        return { runs };
+      },
+    });
+    const others = world.runtime.deps.tools.list().filter((t) => t.name !== 'acme.lookup');
+    world.runtime.deps.tools = new ToolRegistry([...others, lookup]);
+    const id = key('queued-read');
+    const message = JSON.stringify({
+      operation_id: id,
+      tenant: 'acme',
+      tool: 'acme.lookup',
+      arguments: { label: 'x' },
+    });
+    // SQS redelivers the failed message (reported failed); here the test hands it over again.
+    expect(await world.deliver([message])).toHaveLength(1);
+    expect(await get(id)).toMatchObject({
+      state: 'failed_retryable',
+      attempt: 1,
+      error: { code: 'timeout' },
+    });
+    await world.deliver([message]);
+    expect(await get(id)).toMatchObject({ state: 'succeeded', attempt: 2, result: { runs: 2 } });
+    expect((await world.runtime.deps.store.get(operationKey('acme', id)))?.policy?.effect).toBe('read');
+  });
+
   it('a record reserved before policies were stored is governed by the tool as it is now, as before', async () => {
     const tool = new ShiftingTool(() => world, 'acme.legacy');
     tool.deploy();
