@@ -7,7 +7,10 @@ import {
 } from '@tool-ledger/client';
 import type OpenAI from 'openai';
 
-const ledger = new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken('dev-token') });
+const ledger = new ToolLedgerClient({
+  endpoint: 'http://127.0.0.1:3000',
+  signer: bearerToken(process.env.TOKEN!),
+});
 
 // #region docs
 const tools = await ledger.tools();

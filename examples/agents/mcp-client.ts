@@ -6,7 +6,7 @@ import { signingFetch, ToolLedgerMcpClient } from '@tool-ledger/client/mcp';
 const client = new Client({ name: 'my-agent', version: '1.0.0' });
 await client.connect(
   new StreamableHTTPClientTransport(new URL('http://127.0.0.1:3000/mcp'), {
-    fetch: signingFetch(bearerToken('dev-token')), // on AWS: signingFetch(sigv4Signer({ region }))
+    fetch: signingFetch(bearerToken(process.env.TOKEN!)), // on AWS: signingFetch(sigv4Signer({ region }))
   }),
 );
 const ledger = new ToolLedgerMcpClient(client);

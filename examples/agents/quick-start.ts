@@ -1,6 +1,9 @@
 import { bearerToken, operationIdFor, ToolLedgerClient } from '@tool-ledger/client';
 
-const ledger = new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken('dev-token') });
+const ledger = new ToolLedgerClient({
+  endpoint: 'http://127.0.0.1:3000',
+  signer: bearerToken(process.env.TOKEN!),
+});
 
 // One ID per intended action, from state the orchestrator persists: run, step, position in the response.
 const operationId = operationIdFor({ agentRunId: 'run-42', step: 3, callIndex: 0 });

@@ -1,3 +1,4 @@
+import type { OperationPolicy } from './policy';
 import type { OperationState } from './states';
 
 /** A stored error: a stable code and a message that never contains argument values. */
@@ -50,7 +51,13 @@ export interface OperationRecord {
   arguments_digest: string;
   state: OperationState;
   attempt: number;
+  /** The attempt budget, bound at reservation (part of the policy: `boundPolicy` in functions/domain/policy.ts reads both). */
   max_attempts: number;
+  /**
+   * The policy the operation was reserved under; it governs every later step (functions/domain/policy.ts).
+   * Absent on records reserved before it was stored: the current tool's policy stands in.
+   */
+  policy?: OperationPolicy;
   /** Retention of the terminal record, seconds. */
   retention_seconds: number;
   requested_by: string;

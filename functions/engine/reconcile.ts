@@ -2,6 +2,7 @@ import { allShards } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { errorClass } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
+import { boundPolicy } from '../domain/policy';
 import { type AnyTool, type ReconcileVerdict, reconcileTimeoutOf } from '../domain/tool';
 import { logger } from '../observability/logger';
 import { sanitize } from './attempt-outcome';
@@ -414,7 +415,7 @@ async function decide(
       return 'requeued';
     }
     case 'failed_retryable': {
-      if (record.attempt >= record.max_attempts) {
+      if (record.attempt >= boundPolicy(record, tool).max_attempts) {
         return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
       }
       const next = req.now + backoffMs(deps.config.retryBaseMs, record.attempt + 1);
@@ -440,7 +441,8 @@ async function decide(
 
 /**
  * `uncertain`: ask the target (the contract, §7). A tool without `reconcile` is retried only when the target
- * dedupes on the downstream key for these arguments; otherwise an operator decides.
+ * dedupes on the downstream key for these arguments, as the operation's bound policy says (the tool's
+ * answer at reservation, functions/domain/policy.ts); otherwise an operator decides.
  */
 async function reconcileUncertain(
   deps: LedgerDeps,
@@ -454,7 +456,7 @@ async function reconcileUncertain(
   let verdict: ReconcileVerdict;
   if (tool.reconcile) {
     verdict = await askTarget(record, tool, args, budget.targetDeadline(tool));
-  } else if (tool.downstreamIdempotent?.(args)) {
+  } else if (boundPolicy(record, tool).downstream_idempotent) {
     // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
     // same key is safe (the contract, §7). The record remembers it (`maybe_applied`), so that if attempts run
     // out the stored error says the effect may have happened rather than "ended without the effect".
@@ -474,7 +476,8 @@ async function reconcileUncertain(
     if (!result.ok) return 'skipped';
     deps.metrics.latency(LEDGER_METRICS.reconciliationLatency, tool.name, latency);
     count(deps, record, 'not_applied');
-    if (result.record.attempt < result.record.max_attempts) await enqueueQuietly(deps, result.record);
+    if (result.record.attempt < boundPolicy(result.record, tool).max_attempts)
+      await enqueueQuietly(deps, result.record);
     return 'reconciled_not_applied';
   }
   const checks = (record.reconcile_checks ?? 0) + 1;

@@ -18,6 +18,8 @@ export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {
   tool_unknown: { status: 400, title: 'Unknown tool' },
   unauthenticated: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Forbidden' },
+  host_not_allowed: { status: 403, title: 'The Host is not this machine’s own address' },
+  origin_not_allowed: { status: 403, title: 'Requests from another origin are refused' },
   self_approval: { status: 403, title: 'The requester may not approve its own operation' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },

@@ -324,7 +324,17 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   const dataDir = path.join(scratch, `data-${node.version}`);
   const started = await startLocalMode(consumer, dataDir, env);
   local = started.child;
-  const seen = JSON.parse((await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, env)).trim()) as {
+  // The consumer's CLI prints the token local mode made for the data folder; the agent reads $TOKEN.
+  const token = (
+    await run('npx', ['tool-ledger', 'token'], consumer, { ...env, [SETTINGS.dataDir.name]: dataDir })
+  ).trim();
+  check(
+    /^tl_[A-Za-z0-9_-]{43}$/.test(token),
+    on('local mode made a token for its data folder; the CLI prints it'),
+  );
+  const seen = JSON.parse(
+    (await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, { ...env, TOKEN: token })).trim(),
+  ) as {
     node: string;
     first: { state: string; replayed: boolean; result?: { node?: string } };
     second: { state: string; replayed: boolean };
@@ -366,12 +376,13 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   const cjsData = path.join(scratch, `data-cjs-${node.version}`);
   const startedCjs = await startLocalMode(cjs, cjsData, env, 'tools/index.mts');
   local = startedCjs.child;
+  const cjsToken = (await readFile(path.join(cjsData, 'tokens'), 'utf8')).split('=')[0] as string;
   const twice = [];
   for (let i = 0; i < 2; i += 1) {
     const response = await fetch(`${startedCjs.api}/v1/operations`, {
       method: 'POST',
       headers: {
-        authorization: 'Bearer dev-token',
+        authorization: `Bearer ${cjsToken}`,
         'idempotency-key': 'cjs-1',
         'content-type': 'application/json',
       },

@@ -156,7 +156,7 @@ describe("the README's five-minute tour, run as written", () => {
     expect(first).toBeDefined();
     // Key for key: the call the banner prints is the tour's first call.
     expect(curlCall(banner)).toEqual(curlCall(first?.script ?? ''));
-    expect(banner).toContain('Authorization: Bearer dev-token');
+    expect(banner).toContain('Authorization: Bearer $TOKEN');
   });
 
   it.each(tour.map((block, i) => [i + 1, block.line, block] as const))(
