@@ -129,6 +129,16 @@ app.synth();
 console.log(JSON.stringify({ tools: manifest.names, node: process.version }));
 `;
 
+/**
+ * The tools examples the docs embed (examples/tools/, file name → where the consumer keeps it), typed
+ * against the packed packages with the consumer's own code: a documented example that stopped compiling
+ * against the published entries is a failure.
+ */
+export const DOCS_TOOLS_EXAMPLES = {
+  'index.ts': 'tools/tickets.ts',
+  'acme-tools.ts': 'tools/acme-tools.ts',
+} as const;
+
 /** Compiler options every consumer configuration shares: strict, no lib beyond ES2022. */
 const STRICT = {
   strict: true,
@@ -144,13 +154,13 @@ const STRICT = {
 /** tsconfig for Node's own ESM resolution. */
 export const TSCONFIG_NODENEXT = {
   compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
-  files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+  files: ['tools/index.ts', ...Object.values(DOCS_TOOLS_EXAMPLES), 'agent.ts', 'run-agent.ts', 'app.ts'],
 };
 
 /** tsconfig for bundlers (esbuild, Vite, webpack). */
 export const TSCONFIG_BUNDLER = {
   compilerOptions: { ...STRICT, module: 'ESNext', moduleResolution: 'bundler' },
-  files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+  files: ['tools/index.ts', ...Object.values(DOCS_TOOLS_EXAMPLES), 'agent.ts', 'run-agent.ts', 'app.ts'],
 };
 
 /**

@@ -73,16 +73,17 @@ export function curlCall(text: string): { key: string; body: unknown } | undefin
 
 /**
  * Starts a docs block that starts local mode (`… npx tool-ledger start`) in its own process group, on
- * a free port, and resolves once the banner is printed whole.
+ * a free port, and resolves once the banner is printed whole. `env` is the block's whole environment
+ * (the caller decides what of its own it passes on).
  */
 export function startBlock(
   block: ShellBlock,
   cwd: string,
-  env: Record<string, string>,
+  env: NodeJS.ProcessEnv,
 ): Promise<{ child: ChildProcess; api: string; banner: string }> {
   const child = spawn('bash', ['-e', '-c', block.script], {
     cwd,
-    env: { ...process.env, ...env, PORT: '0' },
+    env: { ...env, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
