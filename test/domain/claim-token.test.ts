@@ -43,11 +43,11 @@ describe('claim tokens', () => {
 
   it('anything else is not a token', () => {
     for (const value of [
-      'tlc1.0.' + 'a'.repeat(43),
-      'tlc1.1.' + 'a'.repeat(42),
-      'tlc2.1.' + 'a'.repeat(43),
-      'tlc1.01.' + 'a'.repeat(43),
-      'tlc1.1.' + 'a'.repeat(42) + '=',
+      `tlc1.0.${'a'.repeat(43)}`,
+      `tlc1.1.${'a'.repeat(42)}`,
+      `tlc2.1.${'a'.repeat(43)}`,
+      `tlc1.01.${'a'.repeat(43)}`,
+      `tlc1.1.${'a'.repeat(42)}=`,
       42,
       undefined,
     ]) {
