@@ -7,6 +7,7 @@ import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
 import { inProcessDynamo } from './local/in-process-dynamo';
+import { parseUpstreams } from './mcp/upstreams';
 import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { parseAllowedOrigin } from './tools/origin-policy';
@@ -89,8 +90,8 @@ export interface Runtime {
  * DynamoDB and SQS and the `local` flag.
  *
  * The reserved endpoints of the tools are `reservedEndpoints` plus the ledger's own DynamoDB and SQS
- * endpoints when they are set (local mode) and the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when
- * it is.
+ * endpoints when they are set (local mode), the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when
+ * it is, and the gateway's upstream MCP servers (`mcpUpstreams`), locally and on AWS.
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
@@ -160,13 +161,18 @@ export function toolEnvironment(env: NodeJS.ProcessEnv = process.env): ToolEnvir
   };
 }
 
-/** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */
+/**
+ * The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). The
+ * gateway's upstreams are among them: a tool that reached one could post a JSON-RPC `tools/call`
+ * straight to it, and run a tool the gateway holds for approval with no approval and no record.
+ */
 function reservedEndpoints(env: NodeJS.ProcessEnv): string[] {
   return [
     ...readSetting(env, SETTINGS.reservedEndpoints),
     readSetting(env, SETTINGS.dynamoEndpoint),
     readSetting(env, SETTINGS.sqsEndpoint),
     env.AWS_LAMBDA_RUNTIME_API,
+    ...parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams)).map((upstream) => upstream.url),
   ].filter((entry): entry is string => entry !== undefined && entry.trim() !== '');
 }
 

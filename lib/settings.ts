@@ -5,6 +5,7 @@ import { TENANT_PATTERN } from '../functions/contract/table';
 import { callerToolRuleProblem, formatCallerTools } from '../functions/domain/caller-tools';
 import { TOOL_NAME_PATTERN } from '../functions/domain/tool';
 import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
+import { entriesReaching } from '../functions/tools/origin-policy';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
 import { planShards, type ShardPlan } from './capacity';
 import { resolveConcurrency } from './concurrency';
@@ -211,6 +212,8 @@ export function resolveSettings(
   checkApi(settings, problems);
   checkTimes(settings, problems);
   checkTools(settings, problems);
+  checkAllowReachesNoUpstream(props, problems);
+  for (const refused of manifest.refused) problems.push(`toolsModule: ${refused}.`);
   problems.push(...checkWorkspaceTools(settings.toolNames, sharedWorkspace !== undefined));
   problems.push(
     ...checkRetention({
@@ -298,6 +301,33 @@ function resolveMcpUpstreams(props: ToolLedgerProps, problems: string[]): string
     if (!(error instanceof UpstreamSettingError)) throw error;
     problems.push(`mcpUpstreams: ${error.message.replace(`${SETTINGS.mcpUpstreams.name} `, '')}.`);
     return '';
+  }
+}
+
+/**
+ * The gateway's upstreams are the deployment's own endpoints, which no tool may reach (the handlers
+ * refuse them whatever the list says): a `webhookAllow` entry that names one is a contradiction.
+ */
+function checkAllowReachesNoUpstream(props: ToolLedgerProps, problems: string[]): void {
+  const allow = props.webhookAllow ?? [];
+  const upstreams = (props.mcpUpstreams ?? []).filter((u) => !Token.isUnresolved(u.url));
+  if (allow.some((entry) => Token.isUnresolved(entry))) return;
+  let reaching: ReturnType<typeof entriesReaching>;
+  try {
+    reaching = entriesReaching(
+      allow,
+      upstreams.map((u) => u.url),
+      { local: false },
+    );
+  } catch {
+    return; // a malformed entry or URL is reported where it is checked
+  }
+  for (const { entry, endpoint } of reaching) {
+    problems.push(
+      `webhookAllow entry ${entry + 1} (${allow[entry]}) reaches mcpUpstreams "${upstreams[endpoint]?.name}": ` +
+        "tools must never reach the gateway's own upstream MCP servers (webhook.post would call their tools " +
+        'without the ledger); remove the entry.',
+    );
   }
 }
 

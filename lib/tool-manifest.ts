@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { buildSync } from 'esbuild';
 import type { AnyTool } from '../functions/domain/tool';
-import type { ToolEnvironment, ToolFactory } from '../functions/tools/registry';
+import { type ToolEnvironment, type ToolFactory, toolDeclarationProblem } from '../functions/tools/registry';
 
 /**
  * What synth needs to know about the tools, read from the tools module itself: tools are code, so the
@@ -22,6 +22,8 @@ export interface ToolManifest {
   retentions: Record<string, Duration>;
   /** Every tool's `timeoutMs` (default 10 s), as durations. */
   timeouts: Record<string, Duration>;
+  /** Tools declared in a way no deployment serves (a read tool that requires approval), one sentence each. */
+  refused: string[];
 }
 
 /** The default `timeoutMs` of a tool (the contract, §4). */
@@ -96,9 +98,11 @@ function factoryOf(modulePath: string, loaded: { default?: unknown }): ToolFacto
 }
 
 function describeTools(tools: readonly AnyTool[]): ToolManifest {
-  const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {} };
+  const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {}, refused: [] };
   for (const tool of tools) {
     manifest.names.push(tool.name);
+    const problem = toolDeclarationProblem(tool);
+    if (problem !== undefined) manifest.refused.push(problem);
     // A read tool's `retention` is the lifetime of its result cache, and reads are never queued, so
     // The retention check of the contract's §8 (a message must not outlive its record) does not apply to it.
     if (tool.retention !== undefined && tool.effect !== 'read') {

@@ -51,12 +51,6 @@ export class SettingError extends Error {
 const HANDLERS: readonly SettingReader[] = ['api', 'executor', 'reconciler'];
 const HANDLERS_AND_LOCAL: readonly SettingReader[] = [...HANDLERS, 'local'];
 
-/**
- * Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set (the README's local settings list them). Never a default
- * outside local mode.
- */
-export const DEV_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
-
 /** Origins `webhook.post` may call in local mode when `TOOL_LEDGER_WEBHOOK_ALLOW` is not set. */
 export const LOCAL_WEBHOOK_ALLOW = 'http://127.0.0.1,http://localhost';
 
@@ -200,7 +194,10 @@ export const SETTINGS = {
   // The API's authentication (functions/http/auth.ts).
   /** `iam` (API Gateway's IAM authorization) or `tokens`; default `iam`, `tokens` in local mode. */
   auth: { name: 'TOOL_LEDGER_AUTH', kind: 'string', readers: ['api'] },
-  /** Bearer tokens, comma-separated `token=tenant:role+role`; local mode defaults to {@link DEV_TOKENS}. */
+  /**
+   * Bearer tokens, comma-separated `token=tenant:role+role`. Local mode, when it is not set, makes two at
+   * the data folder's first start and keeps them there (functions/local/local-tokens.ts); never a fixed value.
+   */
   tokens: { name: 'TOOL_LEDGER_TOKENS', kind: 'string', readers: ['api', 'local'] },
   /** Tenant → role → IAM principals, the part CloudFormation resolves at deploy time (JSON). */
   iamTenants: { name: 'TOOL_LEDGER_IAM_TENANTS', kind: 'string', default: '{}', readers: ['api'] },

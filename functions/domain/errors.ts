@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'unauthenticated'
   | 'forbidden'
+  | 'host_not_allowed'
+  | 'origin_not_allowed'
   | 'self_approval'
   | 'approval_mismatch'
   | 'state_changed'
@@ -126,6 +128,17 @@ export class AccessError extends LedgerError {
   constructor(code: 'unauthenticated' | 'forbidden' | 'self_approval', message: string) {
     super(code, message);
     this.name = 'AccessError';
+  }
+}
+
+/**
+ * A request to local mode that names another host than the machine's own (a web page that rebinds its
+ * domain to 127.0.0.1 sends its own name), or comes from another origin (functions/local/loopback-guard.ts).
+ */
+export class RequestOriginError extends LedgerError {
+  constructor(code: 'host_not_allowed' | 'origin_not_allowed', message: string) {
+    super(code, message);
+    this.name = 'RequestOriginError';
   }
 }
 

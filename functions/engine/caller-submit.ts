@@ -5,7 +5,8 @@ import { CALLER_MAX_ATTEMPTS, callerToolDecision } from '../domain/caller-tools'
 import { claimOwner, newClaimToken } from '../domain/claim-token';
 import { downstreamKey } from '../domain/downstream-key';
 import { CallerToolNotAllowedError, IdempotencyConflictError } from '../domain/errors';
-import { type CallerPolicy, isCallerExecuted, type OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
+import type { CallerPolicy } from '../domain/policy';
 import { isTerminal } from '../domain/states';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { type CallerCall, prepareCallerCall } from './prepare-caller-call';

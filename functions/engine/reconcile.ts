@@ -2,6 +2,7 @@ import { allShards } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { errorClass } from '../domain/errors';
 import { isCallerExecuted, type OperationRecord } from '../domain/operation';
+import { boundPolicy } from '../domain/policy';
 import type { AnyTool, ReconcileVerdict } from '../domain/tool';
 import { logger } from '../observability/logger';
 import { sanitize } from './attempt-outcome';
@@ -276,7 +277,7 @@ async function decide(
       return 'requeued';
     }
     case 'failed_retryable': {
-      if (record.attempt >= record.max_attempts) {
+      if (record.attempt >= boundPolicy(record, tool).max_attempts) {
         return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
       }
       // Attempts left: the caller's next request claims it (the contract, §14); never enqueued.
@@ -304,7 +305,8 @@ async function decide(
 
 /**
  * `uncertain`: ask the target (the contract, §7). A tool without `reconcile` is retried only when the target
- * dedupes on the downstream key for these arguments; otherwise an operator decides.
+ * dedupes on the downstream key for these arguments, as the operation's bound policy says (the tool's
+ * answer at reservation, functions/domain/policy.ts); otherwise an operator decides.
  */
 async function reconcileUncertain(
   deps: LedgerDeps,
@@ -319,7 +321,7 @@ async function reconcileUncertain(
   let verdict: ReconcileVerdict;
   if (tool.reconcile) {
     verdict = await askTarget(record, tool, args, budget.targetDeadline(tool));
-  } else if (tool.downstreamIdempotent?.(args)) {
+  } else if (boundPolicy(record, tool).downstream_idempotent) {
     // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
     // same key is safe (the contract, §7). The record remembers it (`maybe_applied`), so that if attempts run
     // out the stored error says the effect may have happened rather than "ended without the effect".
@@ -339,7 +341,8 @@ async function reconcileUncertain(
     if (!result.ok) return 'skipped';
     deps.metrics.latency(LEDGER_METRICS.reconciliationLatency, tool.name, latency);
     count(deps, record, 'not_applied');
-    if (result.record.attempt < result.record.max_attempts) await enqueueQuietly(deps, result.record);
+    if (result.record.attempt < boundPolicy(result.record, tool).max_attempts)
+      await enqueueQuietly(deps, result.record);
     return 'reconciled_not_applied';
   }
   return unknownVerdict(deps, req, record, tool, 'reconcile_unknown');
@@ -383,7 +386,7 @@ async function reconcileCallerUncertain(
   req: RequestContext,
   record: OperationRecord,
 ): Promise<string> {
-  if (record.policy?.downstream_idempotent) {
+  if (boundPolicy(record, undefined).downstream_idempotent) {
     const result = await reconcileNotApplied(deps, req, record, undefined, 'downstream_idempotent');
     if (!result.ok) return 'skipped';
     count(deps, record, 'not_applied');

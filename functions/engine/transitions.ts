@@ -5,13 +5,13 @@ import { claimOwner, isCallerOwner } from '../domain/claim-token';
 import { LedgerUnavailableError } from '../domain/errors';
 import {
   type ApprovalRecord,
-  type CallerPolicy,
   type HistoryEntry,
   isCallerExecuted,
   type LateOutcome,
   type OperationError,
   type OperationRecord,
 } from '../domain/operation';
+import type { CallerPolicy, LedgerPolicy } from '../domain/policy';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
 import type { TransitionLogLine } from '../observability/transition-log';
@@ -53,9 +53,12 @@ export interface Caller {
   agentRunId?: string;
 }
 
-/** Builds a lease for a tool: its timeout, bounded by the Lambda's remaining time less the commit reserve. */
-export function newLease(deps: LedgerDeps, req: RequestContext, tool: AnyTool): Lease {
-  let budget = tool.timeoutMs ?? 10_000;
+/**
+ * Builds a lease for an attempt of `timeoutMs` (the operation's bound policy, or a read tool's own
+ * timeout), bounded by the Lambda's remaining time less the commit reserve.
+ */
+export function newLease(deps: LedgerDeps, req: RequestContext, timeoutMs: number): Lease {
+  let budget = timeoutMs;
   if (req.remainingMs) budget = Math.min(budget, req.remainingMs() - deps.config.commitReserveMs);
   budget = Math.max(budget, 1);
   const deadline = req.now + budget;
@@ -86,7 +89,8 @@ const MAX_RESERVE_TRIES = 4;
 /**
  * Reserves a new operation in `state` (the contract, §3 step 3): one conditional PutItem; if the old item
  * turns out absent or expired, try again (at most 3 times). A lost PutItem response that the SDK
- * retried is recognised by `reservation_id` and counts as ours.
+ * retried is recognised by `reservation_id` and counts as ours. `policy` is stored on the record and
+ * governs every later step (functions/domain/policy.ts).
  */
 export async function reserve(
   deps: LedgerDeps,
@@ -94,6 +98,7 @@ export async function reserve(
   call: PreparedCall,
   caller: Caller,
   state: 'pending' | 'queued' | 'awaiting_approval',
+  policy: LedgerPolicy,
   lease?: Lease,
 ): Promise<Reservation> {
   const key = operationKey(caller.tenant, call.operationId);
@@ -113,6 +118,7 @@ export async function reserve(
     state,
     attempt,
     max_attempts: call.tool.maxAttempts ?? 3,
+    policy,
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
     reservation_id: randomUUID(),
@@ -376,6 +382,28 @@ export async function exhaustAttempts(
       ...terminalFields(record, req.now),
     },
     remove: UNRESOLVED_ATTRIBUTES,
+  });
+}
+
+/**
+ * `queued | failed_retryable → needs_reconciliation` (`hold_for_operator`): a worker about to claim the
+ * next attempt found that the tool no longer matches the policy the operation was reserved under
+ * (`reason`, from functions/domain/policy.ts); an operator decides instead of the tool running under
+ * another policy. Outcome code `policy_changed`; bound to the reservation and the attempt it read.
+ */
+export async function holdForOperator(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  reason: string,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'hold_for_operator',
+    expect: { states: [record.state], attempt: record.attempt },
+    to: 'needs_reconciliation',
+    code: 'policy_changed',
+    set: { error: { code: 'policy_changed', message: reason } },
   });
 }
 

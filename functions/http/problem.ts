@@ -19,6 +19,8 @@ export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {
   tool_executed_by_ledger: { status: 400, title: 'The deployment runs this tool itself' },
   unauthenticated: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Forbidden' },
+  host_not_allowed: { status: 403, title: 'The Host is not this machine’s own address' },
+  origin_not_allowed: { status: 403, title: 'Requests from another origin are refused' },
   self_approval: { status: 403, title: 'The requester may not approve its own operation' },
   caller_tool_not_allowed: { status: 403, title: 'This tool is not allowed for caller-executed operations' },
   not_found: { status: 404, title: 'Not found' },

@@ -106,6 +106,8 @@ describe('problem mapping', () => {
       forbidden: 403,
       self_approval: 403,
       caller_tool_not_allowed: 403,
+      host_not_allowed: 403,
+      origin_not_allowed: 403,
       not_found: 404,
       method_not_allowed: 405,
       operation_in_progress: 409,
