@@ -57,7 +57,7 @@
 #define BY_claim(a) (a == ACT_worker)
 /* exhaust_attempts: by worker, reconciler */
 #define FROM_exhaust_attempts(s) (s == S_failed_retryable)
-#define TO_exhaust_attempts(s) (s == S_failed_terminal)
+#define TO_exhaust_attempts(s) (s == S_failed_terminal || s == S_needs_reconciliation)
 #define BY_exhaust_attempts(a) (a == ACT_worker || a == ACT_reconciler)
 /* hold_for_operator: by worker */
 #define FROM_hold_for_operator(s) (s == S_queued || s == S_failed_retryable)

@@ -278,7 +278,12 @@ async function decide(
     }
     case 'failed_retryable': {
       if (record.attempt >= boundPolicy(record, tool).max_attempts) {
-        return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
+        const exhausted = await exhaustAttempts(deps, req, record, tool);
+        if (exhausted.ok && exhausted.record.state === 'needs_reconciliation') {
+          deps.metrics.count(LEDGER_METRICS.needsReconciliation, record.tool);
+          return outcome(exhausted, 'needs_reconciliation', deps, record);
+        }
+        return outcome(exhausted, 'attempts_exhausted');
       }
       // Attempts left: the caller's next request claims it (the contract, §14); never enqueued.
       if (isCallerExecuted(record)) return WAITING_FOR_CALLER;

@@ -359,13 +359,37 @@ export async function extendLease(
   });
 }
 
-/** `failed_retryable → failed_terminal` with `attempts_exhausted`. */
+/**
+ * `failed_retryable → failed_terminal` with `attempts_exhausted` (`exhaust_attempts`): no attempt is
+ * left. For an operation its caller executes, when an earlier attempt's outcome was uncertain and it
+ * was retried only because the target dedupes on the downstream key (`maybe_applied`), the contract's
+ * §7 rule applies instead: a terminal failure must never hide an effect that may have happened, so the
+ * operation goes to an operator (`needs_reconciliation`, `attempts_exhausted_maybe_applied`).
+ * Operations the ledger executes keep ending `failed_terminal` with an error that says so (a decision
+ * left to the reconciler rules of those operations).
+ */
 export async function exhaustAttempts(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
   tool: AnyTool | undefined,
 ): Promise<WriteResult> {
+  if (isCallerExecuted(record) && record.maybe_applied) {
+    return write(deps, req, record, tool, {
+      transition: 'exhaust_attempts',
+      expect: { states: ['failed_retryable'], attempt: record.attempt },
+      to: 'needs_reconciliation',
+      set: {
+        outcome_code: 'attempts_exhausted_maybe_applied',
+        error: {
+          code: 'attempts_exhausted',
+          message: `all ${record.max_attempts} attempts are used; an earlier attempt's outcome was uncertain, so the target may have applied it: an operator decides`,
+        },
+        updated_at: iso(req.now),
+      },
+      remove: [...ATTENTION_ATTRIBUTES],
+    });
+  }
   return write(deps, req, record, tool, {
     transition: 'exhaust_attempts',
     expect: { states: ['failed_retryable'], attempt: record.attempt },

@@ -120,6 +120,7 @@ const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
   resolved_not_applied: ['failed_retryable'],
   resolved_failed: ['failed_terminal'],
   attempts_exhausted: ['failed_terminal'],
+  attempts_exhausted_maybe_applied: ['needs_reconciliation'],
   policy_changed: ['needs_reconciliation'],
 };
 
@@ -130,6 +131,7 @@ const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
  */
 const ROW_OF_CODE: Readonly<Record<string, TransitionName>> = {
   attempts_exhausted: 'exhaust_attempts',
+  attempts_exhausted_maybe_applied: 'exhaust_attempts',
   policy_changed: 'hold_for_operator',
 };
 

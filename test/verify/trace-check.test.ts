@@ -137,6 +137,19 @@ describe('the trace checker replays transition lines against the model', () => {
       line('needs_reconciliation', 'succeeded', 2, 'verdict_applied'),
     ]);
     expect(verdict.rejected).toEqual([]);
+    const maybe = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'downstream_idempotent_retry'),
+      line('failed_retryable', 'needs_reconciliation', 1, 'attempts_exhausted_maybe_applied'),
+    ]);
+    expect(maybe.rejected).toEqual([]);
+    const wrongEnd = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'failed_retryable', 1, 'caller.x'),
+      line('failed_retryable', 'needs_reconciliation', 1, 'attempts_exhausted'),
+    ]);
+    expect(wrongEnd.rejected).toHaveLength(1);
   });
 
   it('rejects a caller’s verdict that fails an operation terminally, or lands on a pending one', () => {
