@@ -43,7 +43,8 @@ export interface LedgerPolicy {
    * `sha256:` + hex SHA-256 of the RFC 8785 form of the tool's published JSON Schema: which schema
    * normalized the stored arguments. Informational: whether a schema change matters to an operation is
    * decided by normalizing its stored arguments again (a description edit changes the version, not the
-   * arguments). Absent when the schema has no JSON Schema form.
+   * arguments). Absent when the schema has no JSON Schema form, or the process that reserved the
+   * operation does not load zod's JSON Schema generator (the executor: see engine/reservation-policy.ts).
    */
   schema_version?: string;
 }

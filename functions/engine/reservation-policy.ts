@@ -1,27 +1,23 @@
 import type { LedgerPolicy } from '../domain/policy';
 import { toolPolicy } from '../domain/policy';
+import type { LedgerDeps } from './ledger-deps';
 import type { PreparedCall } from './prepare-call';
 
 /**
- * The schema version's module, loaded by the first reservation and kept: it carries zod's JSON Schema
- * generator, which the executor's cold start does not load (functions/tools/schema-version.ts).
- */
-let schemaVersions: Promise<typeof import('../tools/schema-version')> | undefined;
-
-/**
  * The policy a new reservation stores on its record: the tool's policy for these arguments now, with
- * the version of the schema that normalized them (functions/domain/policy.ts).
+ * the version of the schema that normalized them where the process can tell it (`deps.schemaVersion`,
+ * set by the API, which bundles zod's JSON Schema generator for `GET /v1/tools` anyway; the executor's
+ * cold start does not load it, and its reservations carry no version: the field is informational, see
+ * functions/domain/policy.ts).
  *
  * @example
  * ```ts
- * const reservation = await reserve(deps, req, call, caller, 'pending', await reservationPolicy(call), lease);
+ * const reservation = await reserve(deps, req, call, caller, 'pending', reservationPolicy(deps, call), lease);
  * ```
  */
-export async function reservationPolicy(call: PreparedCall): Promise<LedgerPolicy> {
-  schemaVersions ??= import('../tools/schema-version');
-  const { schemaVersion } = await schemaVersions;
+export function reservationPolicy(deps: Pick<LedgerDeps, 'schemaVersion'>, call: PreparedCall): LedgerPolicy {
   const policy: LedgerPolicy = toolPolicy(call.tool, call.args);
-  const version = schemaVersion(call.tool);
+  const version = deps.schemaVersion?.(call.tool);
   if (version !== undefined) policy.schema_version = version;
   return policy;
 }

@@ -95,7 +95,7 @@ export async function submitOperation(
   }
 
   // A tool whose timeout does not fit the synchronous budget always runs asynchronously (the contract, §3).
-  const policy = await reservationPolicy(call);
+  const policy = reservationPolicy(deps, call);
   const tooLong = request.mode === 'sync' && policy.timeout_ms > deps.config.syncWaitMs;
   const runsLater = tooLong || request.mode === 'async';
   if (policy.requires_approval) {

@@ -4,9 +4,9 @@ import { toJSONSchema } from 'zod/v4/core';
 import type { AnyTool } from '../domain/tool';
 
 /**
- * A tool's published JSON Schema and its version. A module of its own, with describe.ts its only static
- * importer: zod's JSON Schema generator is a tenth of a handler bundle, so the engine loads this module
- * (and the generator) only when a reservation writes a schema version, and the reconciler never does.
+ * A tool's published JSON Schema and its version. A module of its own: zod's JSON Schema generator is a
+ * tenth of a handler bundle, and only the API (and local mode's banner) loads it, for `GET /v1/tools`,
+ * MCP's `tools/list`, and the schema version its reservations store.
  */
 
 /**

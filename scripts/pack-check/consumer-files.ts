@@ -102,8 +102,8 @@ export function signedClient(endpoint: string): ToolLedgerClient {
 }
 
 /** Calls the consumer's own tool twice with one operation ID: the second answer must be the replay. */
-export async function callTwice(endpoint: string): Promise<[CallOutcome, CallOutcome]> {
-  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+export async function callTwice(endpoint: string, token: string): Promise<[CallOutcome, CallOutcome]> {
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken(token) });
   const operationId = operationIdFor({ agentRunId: 'pack-check', step: 1, callIndex: 0 });
   const input = { operationId, tool: 'consumer.note', arguments: { note: 'hello from a consumer' } };
   const first = await ledger.call(input);
@@ -115,7 +115,8 @@ export async function callTwice(endpoint: string): Promise<[CallOutcome, CallOut
 /** Runs the agent against local mode and prints what it saw, as JSON, for the checker to read. */
 export const RUN_AGENT_MODULE = `import { callTwice } from './agent.js';
 
-const [first, second] = await callTwice(process.argv[2]!);
+// The agent token local mode made for its data folder: \`npx tool-ledger token\` prints it.
+const [first, second] = await callTwice(process.argv[2]!, process.env.TOKEN!);
 console.log(JSON.stringify({
   first: { state: first.operation.state, replayed: first.replayed, result: first.operation.result },
   second: { state: second.operation.state, replayed: second.replayed, result: second.operation.result },

@@ -243,7 +243,17 @@ async function main(): Promise<void> {
     const dataDir = path.join(scratch, 'data');
     const started = await startLocalMode(consumer, dataDir);
     local = started.child;
-    const seen = JSON.parse((await run('npx', ['tsx', 'run-agent.ts', started.api], consumer)).trim()) as {
+    // The consumer's CLI prints the token local mode made for the data folder; the agent reads $TOKEN.
+    const token = (
+      await run('npx', ['tool-ledger', 'token'], consumer, { [SETTINGS.dataDir.name]: dataDir })
+    ).trim();
+    check(
+      /^tl_[A-Za-z0-9_-]{43}$/.test(token),
+      'local mode made a token for its data folder; the CLI prints it',
+    );
+    const seen = JSON.parse(
+      (await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, { TOKEN: token })).trim(),
+    ) as {
       first: { state: string; replayed: boolean };
       second: { state: string; replayed: boolean };
     };
@@ -286,12 +296,13 @@ async function main(): Promise<void> {
     const cjsData = path.join(scratch, 'data-cjs');
     const startedCjs = await startLocalMode(cjs, cjsData, 'tools/index.mts');
     local = startedCjs.child;
+    const cjsToken = (await readFile(path.join(cjsData, 'tokens'), 'utf8')).split('=')[0] as string;
     const twice = [];
     for (let i = 0; i < 2; i += 1) {
       const response = await fetch(`${startedCjs.api}/v1/operations`, {
         method: 'POST',
         headers: {
-          authorization: 'Bearer dev-token',
+          authorization: `Bearer ${cjsToken}`,
           'idempotency-key': 'cjs-1',
           'content-type': 'application/json',
         },

@@ -1,8 +1,10 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { operationKey } from '../../functions/contract/keys';
 import { type AnyTool, defineTool, UncertainOutcomeError } from '../../functions/domain/tool';
 import { ToolRegistry } from '../../functions/tools/registry';
+import { schemaVersion } from '../../functions/tools/schema-version';
 import { checkTrace } from '../../scripts/verify/trace-check';
 import { useDynalite } from '../support/dynalite';
 import { startWorld, type World } from './world';
@@ -95,6 +97,7 @@ describe('a tool whose policy changes between the steps of one operation', () =>
 
   beforeAll(async () => {
     world = await startWorld(db, () => [], { TOOL_LEDGER_RETRY_BASE_MS: '100' });
+    world.runtime.deps.schemaVersion = schemaVersion; // as the API's entry sets it (functions/handlers/api.ts)
   });
 
   afterEach(() => {
@@ -108,6 +111,15 @@ describe('a tool whose policy changes between the steps of one operation', () =>
     const id = key('write-then-read');
     const first = await call(id, 'acme.notify', { label: 'x' });
     expect(first.body).toMatchObject({ state: 'succeeded', replayed: false, result: { effects: 1 } });
+    // The policy that governed the reservation is stored on the record.
+    expect((await world.runtime.deps.store.get(operationKey('acme', id)))?.policy).toEqual({
+      execution: 'ledger',
+      effect: 'write',
+      requires_approval: false,
+      downstream_idempotent: false,
+      timeout_ms: 10_000,
+      schema_version: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    });
     tool.deploy({ effect: 'read' });
     const retry = await call(id, 'acme.notify', { label: 'x' });
     expect(retry.status).toBe(201);
