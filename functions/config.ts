@@ -1,4 +1,5 @@
-import { readSetting, SETTINGS } from './contract/environment';
+import { readSetting, SETTINGS, SettingError } from './contract/environment';
+import { type CallerToolRule, CallerToolsError, parseCallerTools } from './domain/caller-tools';
 
 /**
  * Settings of a deployment or a local run, read once from the environment (the contract, §10). Lambda and local
@@ -35,6 +36,11 @@ export interface LedgerConfig {
   commitReserveMs: number;
   /** Reconciler decisions in flight at once. */
   reconcileParallelism: number;
+  /**
+   * Which caller tool names each tenant may declare, and the policy forced on them (the contract,
+   * §14); undefined: any name, nothing forced.
+   */
+  callerTools?: CallerToolRule[] | undefined;
 }
 
 /**
@@ -58,5 +64,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     maxReconcileChecks: readSetting(env, SETTINGS.maxReconcileChecks),
     commitReserveMs: readSetting(env, SETTINGS.commitReserveMs),
     reconcileParallelism: Math.max(1, readSetting(env, SETTINGS.reconcileParallelism)),
+    callerTools: readCallerTools(env),
   };
+}
+
+/** `TOOL_LEDGER_CALLER_TOOLS`, parsed; a malformed entry is a {@link SettingError} naming it. */
+function readCallerTools(env: NodeJS.ProcessEnv): CallerToolRule[] | undefined {
+  const name = SETTINGS.callerTools.name;
+  try {
+    return parseCallerTools(readSetting(env, SETTINGS.callerTools), name);
+  } catch (error) {
+    if (error instanceof CallerToolsError) throw new SettingError(name, error.message);
+    throw error;
+  }
 }

@@ -54,6 +54,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
       name in owned ||
       name === SETTINGS.iamTenants.name ||
       name === SETTINGS.iamTenantsFile.name ||
+      name === SETTINGS.callerTools.name ||
       name === SETTINGS.queueTenants.name ||
       name === SETTINGS.tenantRateLimits.name ||
       name === SETTINGS.toolSecrets.name
@@ -77,6 +78,8 @@ export function apiEnvironment(scope: Construct, settings: LedgerSettings): Reco
     [SETTINGS.iamTenantsFile.name]: TENANTS_FILE_PATH,
     [SETTINGS.iamTenants.name]: Stack.of(scope).toJsonString(deployTime),
     [SETTINGS.tenantRateLimits.name]: JSON.stringify(settings.tenantRateLimits),
+    // Which caller tool names each tenant may declare (the contract, §14); only the API reads it.
+    ...(settings.callerTools === undefined ? {} : { [SETTINGS.callerTools.name]: settings.callerTools }),
   };
 }
 

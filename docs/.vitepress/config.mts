@@ -14,6 +14,7 @@ import { defineConfig } from 'vitepress';
 const pages: [string, string][] = [
   ['Agents', '/docs/agents'],
   ['Tools', '/docs/tools'],
+  ['Operations the caller executes', '/docs/caller-executed'],
   ['HTTP API and work queue', '/docs/http-api'],
   ['Operators', '/docs/operators'],
   ['Local mode', '/docs/local-mode'],

@@ -1,3 +1,4 @@
+import { downstreamKey } from './downstream-key';
 import type { OperationPolicy } from './policy';
 import type { OperationState } from './states';
 
@@ -34,6 +35,11 @@ export interface HistoryEntry {
   attempt: number;
   by: string;
   code?: string;
+}
+
+/** True for a record (or snapshot) of an operation its caller executes. */
+export function isCallerExecuted(record: { policy?: OperationPolicy | undefined }): boolean {
+  return record.policy?.execution === 'caller';
 }
 
 /**
@@ -93,6 +99,8 @@ export interface OperationRecord {
   approval?: ApprovalRecord;
   resolved_by?: string;
   reconciled?: boolean;
+  /** Principal of the agent whose verdict decided an uncertain attempt of an operation its caller executes. */
+  reconciled_by?: string;
   /** How many times the reconciler asked the tool and got `unknown`. */
   reconcile_checks?: number;
   /** How many times a reconciler pass ran out of time for this record and deferred it (its backoff). */
@@ -106,6 +114,12 @@ export interface OperationRecord {
   maybe_applied?: boolean;
   late_outcome?: LateOutcome;
   history?: HistoryEntry[];
+  /**
+   * The lease owners (claim token hashes) of this reservation's superseded caller attempts, oldest
+   * first, at most `max_attempts`: an outcome posted with one of their tokens is authentic, and is kept
+   * as `late_outcome`; any other token changes nothing. Never shown.
+   */
+  superseded_claims?: string[];
 }
 
 /**
@@ -131,10 +145,12 @@ export type OperationSnapshot = Pick<
   | 'approval_deadline'
   | 'resolved_by'
   | 'reconciled'
+  | 'reconciled_by'
   | 'late_outcome'
   | 'lease_expires_at'
   | 'history'
->;
+> &
+  Partial<Pick<OperationRecord, 'tenant' | 'reservation_id' | 'policy'>>;
 
 /** The public view of an operation (the response body of the contract's §5). */
 export interface OperationView {
@@ -153,6 +169,7 @@ export interface OperationView {
   approval_deadline?: string;
   resolved_by?: string;
   reconciled?: boolean;
+  reconciled_by?: string;
   late_outcome?: LateOutcome;
   lease_expires_at?: string;
   history?: HistoryEntry[];
@@ -163,6 +180,13 @@ export interface OperationView {
    * `approval` in `awaiting_approval`. Retrying the call cannot move it.
    */
   action_required?: 'operator_resolution' | 'approval';
+  /** `caller` on an operation its caller executes (the contract, §14); absent when the ledger runs it. */
+  execution?: 'caller';
+  /**
+   * The key the caller passes to the target of an operation it executes (the same for every attempt):
+   * not a secret, since any agent of the tenant needs it to ask the target what happened.
+   */
+  downstream_key?: string;
 }
 
 /** Options for {@link toView}. */
@@ -199,9 +223,14 @@ export function toView(record: OperationSnapshot, options: ViewOptions = {}): Op
     view.approval_deadline = new Date(record.approval_deadline).toISOString();
   if (record.resolved_by !== undefined) view.resolved_by = record.resolved_by;
   if (record.reconciled !== undefined) view.reconciled = record.reconciled;
+  if (record.reconciled_by !== undefined) view.reconciled_by = record.reconciled_by;
   if (record.late_outcome !== undefined) view.late_outcome = record.late_outcome;
   if (record.state === 'pending' && record.lease_expires_at !== undefined) {
     view.lease_expires_at = new Date(record.lease_expires_at).toISOString();
+  }
+  if (isCallerExecuted(record) && record.tenant !== undefined && record.reservation_id !== undefined) {
+    view.execution = 'caller';
+    view.downstream_key = downstreamKey(record.tenant, record.operation_id, record.reservation_id);
   }
   if (record.state === 'needs_reconciliation') view.action_required = 'operator_resolution';
   if (record.state === 'awaiting_approval') view.action_required = 'approval';

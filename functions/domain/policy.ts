@@ -19,15 +19,18 @@ import { type AnyTool, TOOL_DEFAULTS } from './tool';
  */
 
 /**
- * Who runs an operation's effect: `ledger`, the deployment's own tool (the only mode today). A second
- * mode, operations their caller executes, adds its own value here and its own policy source (the
- * request instead of the tool), fixed at reservation in the same field.
+ * Who runs an operation's effect: `ledger`, the deployment's own tool, or `caller`, an operation its
+ * caller executes (the contract, §14), whose policy comes from the request and the deployment's caller
+ * rules instead of a tool, fixed at reservation in the same field.
  */
-export type Execution = 'ledger';
+export type Execution = OperationPolicy['execution'];
 
-/** The stored policy of one operation (`OperationRecord.policy`). */
-export interface OperationPolicy {
-  execution: Execution;
+/** The stored policy of one operation (`OperationRecord.policy`): the ledger's tool's, or a caller's. */
+export type OperationPolicy = LedgerPolicy | CallerPolicy;
+
+/** The policy of an operation the deployment's own tool runs. */
+export interface LedgerPolicy {
+  execution: 'ledger';
   /** `write`: the full ledger; `read`: a read the ledger ran (the executor always claims, never takes the read path). */
   effect: 'write' | 'read';
   /** The operation was reserved `awaiting_approval`. */
@@ -47,12 +50,29 @@ export interface OperationPolicy {
 }
 
 /**
+ * The policy of an operation its caller executes (the contract, §14): what the request asked for, with
+ * what the deployment forces (approval OR'ed, attempts capped), fixed at reservation; later requests'
+ * flags never change it. The record's own `max_attempts` stays the count the ledger enforces (the
+ * same value).
+ */
+export interface CallerPolicy {
+  execution: 'caller';
+  /** Reserved `awaiting_approval`: the request asked for it or the deployment forces it. */
+  requires_approval: boolean;
+  /** The target dedupes on the downstream key: an uncertain attempt may be retried with the same key. */
+  downstream_idempotent: boolean;
+  max_attempts: number;
+  /** How long a claim holds without a heartbeat, seconds (1–900). */
+  lease_seconds: number;
+}
+
+/**
  * The policy that governs an operation's steps: the stored one, with the attempt budget the record has
  * always kept in `max_attempts`.
  */
-export interface BoundPolicy extends OperationPolicy {
+export type BoundPolicy = OperationPolicy & {
   max_attempts: number;
-}
+};
 
 /**
  * A tool's policy for one call now, without the schema version (which needs the JSON Schema generator,
@@ -63,7 +83,7 @@ export interface BoundPolicy extends OperationPolicy {
  * toolPolicy(webhookPost, args); // { execution: 'ledger', effect: 'write', requires_approval: false, ... }
  * ```
  */
-export function toolPolicy(tool: AnyTool, args: unknown): Omit<OperationPolicy, 'schema_version'> {
+export function toolPolicy(tool: AnyTool, args: unknown): Omit<LedgerPolicy, 'schema_version'> {
   return {
     execution: 'ledger',
     effect: tool.effect,
@@ -91,7 +111,7 @@ export function boundPolicy(
 ): BoundPolicy {
   const stored = record.policy;
   if (stored !== undefined) return { ...stored, max_attempts: record.max_attempts };
-  const current: Omit<OperationPolicy, 'schema_version'> = tool
+  const current: Omit<LedgerPolicy, 'schema_version'> = tool
     ? toolPolicy(tool, tool.downstreamIdempotent ? JSON.parse(record.arguments) : undefined)
     : {
         execution: 'ledger',
@@ -130,10 +150,12 @@ export function policyDrift(
   const bound = boundPolicy(record, tool);
   const now = toolPolicy(tool, args);
   const changes: string[] = [];
-  if (now.execution !== bound.execution) {
+  if (bound.execution !== now.execution) {
+    // Reserved for its caller to run: the deployment's tool of that name is another thing altogether.
     changes.push(`its execution changed from ${bound.execution} to ${now.execution}`);
+  } else if (now.effect !== bound.effect) {
+    changes.push(`its effect changed from ${bound.effect} to ${now.effect}`);
   }
-  if (now.effect !== bound.effect) changes.push(`its effect changed from ${bound.effect} to ${now.effect}`);
   if (now.requires_approval && !bound.requires_approval) {
     changes.push('it now requires approval, and the operation was reserved without one');
   }

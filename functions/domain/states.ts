@@ -41,7 +41,9 @@ export function isState(value: unknown): value is OperationState {
  * Who performs a transition: each actor may make only its own moves. The trace checker
  * (scripts/verify/trace-check.ts) reads it to tell, from a log line's outcome code, which rows the line
  * may be a move of. `worker` is whoever claims an attempt (a caller or the executor); `owner` and
- * `late_owner` are the holder of the attempt's lease, committing its outcome in time or late.
+ * `late_owner` are the holder of the attempt's lease, committing its outcome in time or late (or, for
+ * an operation its caller executes, keeping its claim alive); `caller` is any agent of the tenant of
+ * an operation its caller executes, posting what it found at the target (its verdict).
  */
 export const ACTORS = [
   'reserve',
@@ -51,6 +53,7 @@ export const ACTORS = [
   'reconciler',
   'operator',
   'late_owner',
+  'caller',
 ] as const;
 
 /** One actor of {@link ACTORS}. */
@@ -72,7 +75,9 @@ export type TransitionName =
   | 'reconcile'
   | 'defer_attention'
   | 'resolve'
-  | 'record_late_outcome';
+  | 'record_late_outcome'
+  | 'extend_lease'
+  | 'caller_verdict';
 
 /** One allowed move: from which states, to which states, by whom. */
 export interface TransitionRule {
@@ -107,7 +112,13 @@ export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
   claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actors: ['worker'] },
   // A record whose attempts are used up is closed by whoever meets it next: a caller or the executor
   // about to claim it (engine/submit-operation.ts), or the reconciler's pass (engine/reconcile.ts).
-  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actors: ['worker', 'reconciler'] },
+  // With attempts left none, an operation that may have applied (an uncertain attempt retried on the
+  // target's dedupe) goes to an operator instead (the contract, §7; operations their caller executes).
+  exhaust_attempts: {
+    from: ['failed_retryable'],
+    to: ['failed_terminal', 'needs_reconciliation'],
+    actors: ['worker', 'reconciler'],
+  },
   // A worker about to claim an operation whose tool no longer matches the policy it was reserved under
   // (functions/domain/policy.ts) hands it to an operator instead of running it (`policy_changed`).
   hold_for_operator: {
@@ -138,6 +149,17 @@ export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
     from: ['uncertain', 'needs_reconciliation', 'failed_retryable'],
     to: ['succeeded', 'failed_terminal'],
     actors: ['late_owner'],
+  },
+  // Operations the caller executes (the contract, §14). The claimant's heartbeat: a live claim of the
+  // same attempt gets a later `lease_expires_at`; nothing else changes, so it logs no line.
+  extend_lease: { from: ['pending'], to: ['pending'], actors: ['owner'], keepsState: true },
+  // What a caller found at the target of an uncertain attempt: applied, or not applied (then its next
+  // request claims the next attempt with the same downstream key). Never a terminal failure: that is
+  // an owner's known outcome or an operator's decision.
+  caller_verdict: {
+    from: ['uncertain', 'needs_reconciliation'],
+    to: ['succeeded', 'failed_retryable'],
+    actors: ['caller'],
   },
 };
 

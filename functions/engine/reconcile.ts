@@ -1,7 +1,7 @@
 import { allShards } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { errorClass } from '../domain/errors';
-import type { OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
 import { boundPolicy } from '../domain/policy';
 import { type AnyTool, type ReconcileVerdict, reconcileTimeoutOf } from '../domain/tool';
 import { logger } from '../observability/logger';
@@ -405,6 +405,8 @@ async function decide(
     case 'uncertain':
       return reconcileUncertain(deps, req, record, tool, budget);
     case 'queued': {
+      // A caller's approved operation waits for its caller: never enqueued (the contract, §14).
+      if (isCallerExecuted(record)) return WAITING_FOR_CALLER;
       // A message that can never run (its tool or origin was removed) lands in the DLQ each time: back
       // off exponentially (capped at an hour) so the record is retried cheaply, never forgotten.
       const requeues = (record.requeue_count ?? 0) + 1;
@@ -416,8 +418,15 @@ async function decide(
     }
     case 'failed_retryable': {
       if (record.attempt >= boundPolicy(record, tool).max_attempts) {
-        return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
+        const exhausted = await exhaustAttempts(deps, req, record, tool);
+        if (exhausted.ok && exhausted.record.state === 'needs_reconciliation') {
+          deps.metrics.count(LEDGER_METRICS.needsReconciliation, record.tool);
+          return outcome(exhausted, 'needs_reconciliation', deps, record);
+        }
+        return outcome(exhausted, 'attempts_exhausted');
       }
+      // Attempts left: the caller's next request claims it (the contract, §14); never enqueued.
+      if (isCallerExecuted(record)) return WAITING_FOR_CALLER;
       const next = req.now + backoffMs(deps.config.retryBaseMs, record.attempt + 1);
       const deferred = await requeueLater(deps, req, record, next);
       if (!deferred.ok) return 'skipped';
@@ -451,6 +460,7 @@ async function reconcileUncertain(
   tool: AnyTool | undefined,
   budget: PassBudget,
 ): Promise<string> {
+  if (isCallerExecuted(record)) return reconcileCallerUncertain(deps, req, record);
   if (!tool) return toOperator(deps, req, record, tool, 'tool_unregistered');
   const args = JSON.parse(record.arguments) as unknown;
   let verdict: ReconcileVerdict;
@@ -480,9 +490,22 @@ async function reconcileUncertain(
       await enqueueQuietly(deps, result.record);
     return 'reconciled_not_applied';
   }
+  return unknownVerdict(deps, req, record, tool, 'reconcile_unknown');
+}
+
+/**
+ * Another pass will ask again, with backoff; after `maxReconcileChecks` an operator decides, with
+ * `code` saying why.
+ */
+async function unknownVerdict(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  code: string,
+): Promise<string> {
   const checks = (record.reconcile_checks ?? 0) + 1;
-  if (checks >= deps.config.maxReconcileChecks)
-    return toOperator(deps, req, record, tool, 'reconcile_unknown');
+  if (checks >= deps.config.maxReconcileChecks) return toOperator(deps, req, record, tool, code);
   const deferred = await postponeCheck(
     deps,
     req,
@@ -491,6 +514,30 @@ async function reconcileUncertain(
   );
   if (deferred.ok) count(deps, record, 'unknown');
   return deferred.ok ? 'reconcile_unknown' : 'skipped';
+}
+
+/** What a pass does with a caller's record that waits for its caller: nothing. */
+const WAITING_FOR_CALLER = 'waiting_for_caller';
+
+/**
+ * `uncertain`, for an operation its caller executes (the contract, §14): the reconciler cannot ask the
+ * target. Declared downstream-idempotent: `failed_retryable` (the next attempt reuses the downstream
+ * key; `maybe_applied`), never enqueued, its caller claims it. Otherwise each pass counts an unknown
+ * with the usual backoff, which gives the caller time to post its verdict, and then an operator
+ * decides (`no_caller_verdict`).
+ */
+async function reconcileCallerUncertain(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+): Promise<string> {
+  if (boundPolicy(record, undefined).downstream_idempotent) {
+    const result = await reconcileNotApplied(deps, req, record, undefined, 'downstream_idempotent');
+    if (!result.ok) return 'skipped';
+    count(deps, record, 'not_applied');
+    return 'reconciled_not_applied';
+  }
+  return unknownVerdict(deps, req, record, undefined, 'no_caller_verdict');
 }
 
 async function askTarget(

@@ -1,4 +1,4 @@
-import type { OperationPolicy } from '../domain/policy';
+import type { LedgerPolicy } from '../domain/policy';
 import { toolPolicy } from '../domain/policy';
 import type { LedgerDeps } from './ledger-deps';
 import type { PreparedCall } from './prepare-call';
@@ -15,11 +15,8 @@ import type { PreparedCall } from './prepare-call';
  * const reservation = await reserve(deps, req, call, caller, 'pending', reservationPolicy(deps, call), lease);
  * ```
  */
-export function reservationPolicy(
-  deps: Pick<LedgerDeps, 'schemaVersion'>,
-  call: PreparedCall,
-): OperationPolicy {
-  const policy: OperationPolicy = toolPolicy(call.tool, call.args);
+export function reservationPolicy(deps: Pick<LedgerDeps, 'schemaVersion'>, call: PreparedCall): LedgerPolicy {
+  const policy: LedgerPolicy = toolPolicy(call.tool, call.args);
   const version = deps.schemaVersion?.(call.tool);
   if (version !== undefined) policy.schema_version = version;
   return policy;

@@ -25,7 +25,8 @@ export async function runAttempt(
 ): Promise<OperationRecord> {
   const started = deps.clock();
   let outcome = await execute(deps, record, tool, args, lease, started);
-  if (outcome.state === 'uncertain' && boundPolicy(record, tool).effect === 'read') {
+  const policy = boundPolicy(record, tool);
+  if (outcome.state === 'uncertain' && policy.execution === 'ledger' && policy.effect === 'read') {
     const code = outcome.error?.code ?? outcome.outcomeCode;
     outcome = {
       ...outcome,

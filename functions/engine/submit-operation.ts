@@ -170,6 +170,9 @@ async function storedCall(
     return { kind: 'completed', record, replayed: true };
   }
   const policy = boundPolicy(record, tool);
+  // Its caller executes it (the contract, §14): whatever the deployment registers under that name now,
+  // the ledger's own paths never claim, enqueue or run it. Reported as it stands; its caller moves it.
+  if (policy.execution === 'caller') return reportOnly(deps, req, record, tool);
   let mode = request.mode;
   // The stored timeout decides, as it did at the reservation: one that does not fit runs on the queue.
   if (mode === 'sync' && policy.timeout_ms > deps.config.syncWaitMs) mode = 'async';
@@ -198,13 +201,26 @@ async function storedCall(
     if (claimed.ok) return run(deps, req, { tool, args }, claimed.record, lease);
     return claimed.current ? again(claimed.current) : gone(record);
   }
+  return reportOnly(deps, req, record, tool);
+}
+
+/**
+ * A record in flight, reported as it stands (the contract, §5): 409 while a live lease holds it,
+ * otherwise 202. Reporting a record that is still in flight is not a replay: only terminal outcomes
+ * are replayed.
+ */
+export function reportOnly(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+): SubmitResult {
   if (record.state === 'pending' && (record.lease_expires_at ?? 0) > req.now) {
-    deps.metrics.count(LEDGER_METRICS.inProgressRejections, tool.name);
+    deps.metrics.count(LEDGER_METRICS.inProgressRejections, record.tool);
     logObservation(deps, req, record, tool, 'operation_in_progress', false);
     return { kind: 'in_progress', record, retryAfterSeconds: 1 };
   }
   logObservation(deps, req, record, tool, `reported_${record.state}`, false);
-  // Reporting a record that is still in flight is not a replay: only terminal outcomes are replayed.
   return accepted(deps, record, false);
 }
 
@@ -300,7 +316,8 @@ async function run(
   return accepted(deps, after, false);
 }
 
-function accepted(deps: LedgerDeps, record: OperationRecord, replayed: boolean): SubmitResult {
+/** The 202 of a record reported as it stands, with its `Retry-After`. */
+export function accepted(deps: LedgerDeps, record: OperationRecord, replayed: boolean): SubmitResult {
   const seconds =
     record.state === 'queued' || record.state === 'pending'
       ? 1

@@ -252,7 +252,10 @@ describe('a tool whose policy changes between the steps of one operation', () =>
     });
     await world.deliver([message]);
     expect(await get(id)).toMatchObject({ state: 'succeeded', attempt: 2, result: { runs: 2 } });
-    expect((await world.runtime.deps.store.get(operationKey('acme', id)))?.policy?.effect).toBe('read');
+    expect((await world.runtime.deps.store.get(operationKey('acme', id)))?.policy).toMatchObject({
+      execution: 'ledger',
+      effect: 'read',
+    });
   });
 
   it('a record reserved before policies were stored is governed by the tool as it is now, as before', async () => {

@@ -123,6 +123,53 @@ describe('the trace checker replays transition lines against the model', () => {
     );
   });
 
+  it('reads the lines of an operation its caller executes: claims, a caller’s outcome codes, verdicts, the missing verdict', () => {
+    expect(writersOf('verdict_applied')).toEqual(['caller']);
+    expect(movesOf('verdict_not_applied')).toEqual(['caller_verdict']);
+    expect(writersOf('caller.card_declined')).toEqual(['owner', 'late_owner']);
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'caller.timeout'),
+      line('uncertain', 'failed_retryable', 1, 'verdict_not_applied'),
+      line('failed_retryable', 'pending', 2),
+      line('pending', 'uncertain', 2, 'lease_expired'),
+      line('uncertain', 'needs_reconciliation', 2, 'no_caller_verdict'),
+      line('needs_reconciliation', 'succeeded', 2, 'verdict_applied'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+    const maybe = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'downstream_idempotent_retry'),
+      line('failed_retryable', 'needs_reconciliation', 1, 'attempts_exhausted_maybe_applied'),
+    ]);
+    expect(maybe.rejected).toEqual([]);
+    const wrongEnd = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'failed_retryable', 1, 'caller.x'),
+      line('failed_retryable', 'needs_reconciliation', 1, 'attempts_exhausted'),
+    ]);
+    expect(wrongEnd.rejected).toHaveLength(1);
+  });
+
+  it('rejects a caller’s verdict that fails an operation terminally, or lands on a pending one', () => {
+    const terminal = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_terminal', 1, 'verdict_not_applied'),
+    ]);
+    expect(terminal.rejected).toHaveLength(1);
+    expect(terminal.rejected[0]?.reason).toMatch(/no transition of caller/);
+    const early = checkTrace([line(null, 'pending', 1), line('pending', 'succeeded', 1, 'verdict_applied')]);
+    expect(early.rejected).toHaveLength(1);
+    const escalated = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'no_caller_verdict'),
+    ]);
+    expect(escalated.rejected[0]?.reason).toMatch(/no_caller_verdict never ends in failed_retryable/);
+  });
+
   it('accepts a worker handing a queued or failed_retryable operation to an operator because its tool’s policy changed', () => {
     expect(writersOf('policy_changed')).toEqual(['worker']);
     expect(movesOf('policy_changed')).toEqual(['hold_for_operator']);
