@@ -192,11 +192,12 @@ interface LocalOutcome {
   error?: { code: string; message: string };
 }
 
-/** A claim as `run` holds it: the ledger's answer plus when the request was first sent (local clock). */
+/** A claim as `run` holds it: the ledger's answer, when the request was first sent (local clock), the lease. */
 interface HeldClaim {
   claim: Claim;
   operation: Operation;
   sentAt: number;
+  leaseMs: number;
 }
 
 /** The answer to a claim request. */
@@ -226,12 +227,12 @@ export async function runOperation<T>(t: RunTransport, input: RunInput<T>): Prom
   let retries = 0;
 
   for (;;) {
-    const answer = await claim(t, input.operationId, body, input.signal);
+    const answer = await claim(t, input.operationId, body, leaseMs, input.signal);
     let operation: Operation;
     let seen: Seen = 'claim';
     if (answer.kind === 'claimed') {
       executions++;
-      operation = await runAttempt(t, input, answer.held, leaseMs);
+      operation = await runAttempt(t, input, answer.held);
       seen = 'own_outcome';
     } else {
       operation = answer.operation;
@@ -312,6 +313,7 @@ async function claim(
   t: RunTransport,
   operationId: string,
   base: Record<string, unknown>,
+  requestedLeaseMs: number,
   signal: AbortSignal | undefined,
 ): Promise<ClaimAnswer> {
   const sentAt = t.clock.now();
@@ -327,7 +329,9 @@ async function claim(
     });
     const operation = parseOperation(response);
     if (response.status !== 200) return { kind: 'reported', operation };
-    return { kind: 'claimed', held: { claim: parseClaim(response, operation), operation, sentAt } };
+    const granted = parseClaim(response, operation);
+    const leaseMs = grantedLeaseMs(response, granted, requestedLeaseMs);
+    return { kind: 'claimed', held: { claim: granted, operation, sentAt, leaseMs } };
   } catch (error) {
     if (
       error instanceof ToolLedgerRequestError &&
@@ -358,22 +362,11 @@ function parseClaim(response: RawResponse, operation: Operation): Claim {
  * One attempt: `execute` under a kept lease, its outcome classified and recorded. Returns the
  * operation as the ledger recorded it (or, when the attempt was superseded, as it now stands).
  */
-async function runAttempt<T>(
-  t: RunTransport,
-  input: RunInput<T>,
-  held: HeldClaim,
-  requestedLeaseMs: number,
-): Promise<Operation> {
+async function runAttempt<T>(t: RunTransport, input: RunInput<T>, held: HeldClaim): Promise<Operation> {
   const { claim: granted } = held;
   const lost = new AbortController();
   const signal = input.signal ? AbortSignal.any([lost.signal, input.signal]) : lost.signal;
-  const keeper = keepLease(
-    t,
-    input.operationId,
-    held,
-    grantedLeaseMs(held.operation, requestedLeaseMs),
-    (reason) => lost.abort(reason),
-  );
+  const keeper = keepLease(t, input.operationId, held, (reason) => lost.abort(reason));
   let local: LocalOutcome;
   try {
     const value = await input.execute({
@@ -393,15 +386,16 @@ async function runAttempt<T>(
 }
 
 /**
- * The lease the ledger granted, ms: the record's policy when the view carries it (an earlier request
- * may have reserved the operation with another lease), else the one this run asked for.
+ * The lease the ledger granted, ms. The record's policy fixes it at reservation, so an earlier request
+ * may have reserved the operation with a shorter lease than this run asks for; the claim's
+ * `lease_expires_at` against the answer's own `Date` (both the ledger's clock) says what it granted.
+ * `Date` has one-second resolution, hence the second taken off; the lease asked for is the most.
  */
-function grantedLeaseMs(operation: Operation, requestedMs: number): number {
-  const policy = isRecord(operation.policy) ? operation.policy : undefined;
-  const seconds = policy?.lease_seconds ?? operation.lease_seconds;
-  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0
-    ? seconds * 1000
-    : requestedMs;
+function grantedLeaseMs(response: RawResponse, granted: Claim, requestedMs: number): number {
+  const answeredAt = Date.parse(response.headers.get('date') ?? '');
+  const expiresAt = Date.parse(granted.lease_expires_at);
+  if (!Number.isFinite(answeredAt) || !Number.isFinite(expiresAt)) return requestedMs;
+  return Math.min(requestedMs, Math.max(1000, expiresAt - answeredAt - 1000));
 }
 
 /**
@@ -419,12 +413,12 @@ function keepLease(
   t: RunTransport,
   operationId: string,
   held: HeldClaim,
-  leaseMs: number,
   onLost: (reason: ClaimLostError) => void,
 ): { stop(): Promise<void> } {
   const stopped = new AbortController();
-  const { claim: granted } = held;
-  const body = JSON.stringify({ token: granted.token, lease_seconds: Math.ceil(leaseMs / 1000) });
+  const { claim: granted, leaseMs } = held;
+  // No lease_seconds: each extension is the record's own lease, the one the claim was granted.
+  const body = JSON.stringify({ token: granted.token });
   const loop = (async () => {
     let lastSent = held.sentAt;
     for (;;) {

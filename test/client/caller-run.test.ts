@@ -79,10 +79,14 @@ function callerOp(state: string, extra: Record<string, unknown> = {}) {
   return operationBody(ID, state, { tool: TOOL, execution: 'caller', downstream_key: DK, ...extra });
 }
 
-function claimed(attempt = 1, extra: Record<string, unknown> = {}): Reply {
-  const lease = '2025-01-02T03:05:05.000Z';
+/** The ledger's clock in the scripted answers (the `Date` header a claim's lease is read against). */
+const LEDGER_NOW = Date.UTC(2025, 0, 2, 3, 4, 5);
+
+function claimed(attempt = 1, extra: Record<string, unknown> = {}, leaseSeconds = 61): Reply {
+  const lease = new Date(LEDGER_NOW + leaseSeconds * 1000).toISOString();
   return {
     status: 200,
+    headers: { date: new Date(LEDGER_NOW).toUTCString() },
     json: {
       ...callerOp('pending', { attempt, lease_expires_at: lease, ...extra }),
       claim: {
@@ -628,11 +632,31 @@ describe('ledger.run: keeping the lease', () => {
     done.resolve();
     const out = await running;
     expect(out.outcome).toBe('succeeded');
-    expect(sent(s, 'lease')).toEqual([
-      { token: 'tlc1.1.token1', lease_seconds: 30 },
-      { token: 'tlc1.1.token1', lease_seconds: 30 },
-    ]);
+    expect(sent(s, 'lease')).toEqual([{ token: 'tlc1.1.token1' }, { token: 'tlc1.1.token1' }]);
     expect(s.requests.map((r) => route(r))).toEqual(['claim', 'lease', 'lease', 'outcome']);
+  });
+
+  it('keeps the lease the ledger granted when it is shorter than the one asked for', async () => {
+    const clock = manualClock();
+    const done = deferred();
+    // Reserved earlier with a 7 s lease: the record's policy wins over this run's 60 s.
+    const s = await serve((_, r) =>
+      r === 'claim' || r === 'lease' ? claimed(1, {}, 7) : settled('succeeded'),
+    );
+    const running = clientFor(s, { clock }).run({
+      operationId: ID,
+      tool: TOOL,
+      arguments: ARGS,
+      leaseSeconds: 60,
+      execute: async () => {
+        await done.promise;
+        return 'ok';
+      },
+    });
+    await clock.sleepsStarted(1);
+    expect(clock.nextWake()).toBe(2_000);
+    done.resolve();
+    await running;
   });
 
   it('a heartbeat answered 409 aborts ctx.signal with ClaimLostError, and the outcome still goes out', async () => {
