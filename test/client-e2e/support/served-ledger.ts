@@ -35,7 +35,9 @@ export async function serveLedger(db: DynaliteHandle, tools: AnyTool[] = []): Pr
       const { reconcilePass } = await import('../../../functions/engine/reconcile');
       await reconcilePass(ledger.deps, ledger.req());
     },
-    close: () => adapter.close(1_000),
+    async close() {
+      await adapter.close(1_000);
+    },
   };
 }
 
