@@ -1,4 +1,5 @@
-import { readSetting, SETTINGS } from './contract/environment';
+import { readSetting, SETTINGS, SettingError } from './contract/environment';
+import { type CallerToolRule, CallerToolsError, parseCallerTools } from './domain/caller-tools';
 
 /**
  * Settings of a deployment or a local run, read once from the environment (the contract, §10). Lambda and local
@@ -33,6 +34,11 @@ export interface LedgerConfig {
   maxReconcileChecks: number;
   /** Time kept back from the Lambda's remaining time for the commit, ms. */
   commitReserveMs: number;
+  /**
+   * Which caller tool names each tenant may declare, and the policy forced on them (the contract,
+   * §14); undefined: any name, nothing forced.
+   */
+  callerTools?: CallerToolRule[] | undefined;
 }
 
 /**
@@ -55,5 +61,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     retryBaseMs: readSetting(env, SETTINGS.retryBaseMs),
     maxReconcileChecks: readSetting(env, SETTINGS.maxReconcileChecks),
     commitReserveMs: readSetting(env, SETTINGS.commitReserveMs),
+    callerTools: readCallerTools(env),
   };
+}
+
+/** `TOOL_LEDGER_CALLER_TOOLS`, parsed; a malformed entry is a {@link SettingError} naming it. */
+function readCallerTools(env: NodeJS.ProcessEnv): CallerToolRule[] | undefined {
+  const name = SETTINGS.callerTools.name;
+  try {
+    return parseCallerTools(readSetting(env, SETTINGS.callerTools), name);
+  } catch (error) {
+    if (error instanceof CallerToolsError) throw new SettingError(name, error.message);
+    throw error;
+  }
 }

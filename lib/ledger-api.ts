@@ -98,12 +98,14 @@ const GATEWAY_ERRORS: ReadonlyArray<{ type: ResponseType; status?: string; code:
 
 const ROUTE_WILDCARD_REASON =
   'execute-api ARNs write the {id} path parameter as *; each ARN names one stage, one method and one route ' +
-  'shape, and every route ending in a fixed segment (/approval, /resolution) keeps it after the *.';
+  'shape, and every route ending in a fixed segment (/approval, /resolution, /lease, /outcome, ' +
+  '/reconciliation) keeps it after the *.';
 
 const JSON_TYPES = {
   string: JsonSchemaType.STRING,
   integer: JsonSchemaType.INTEGER,
   object: JsonSchemaType.OBJECT,
+  boolean: JsonSchemaType.BOOLEAN,
 } as const;
 
 /** The API, its access logs and the per-role policies. */
@@ -313,6 +315,7 @@ export class LedgerApi extends Construct {
               type: JSON_TYPES[property.type],
               ...(property.enum ? { enum: [...property.enum] } : {}),
               ...(property.minimum !== undefined ? { minimum: property.minimum } : {}),
+              ...(property.maximum !== undefined ? { maximum: property.maximum } : {}),
             },
           ]),
         ),

@@ -271,6 +271,16 @@ attempt:
   CRASH_POINT;                                    /* between reserve/claim and the effect */
   /* execute: never started at or past the attempt's deadline; the target answers one of five ways */
   atomic {
+    /*
+     * A claim still held may be extended first (extend_lease: an operation its caller executes keeps its
+     * claim alive while the effect runs). It keeps the state and, in this model, the lease's expiry, so
+     * it is checked against the table here, in the same step, without adding interleavings.
+     */
+    if
+    :: st == S_pending && OWNS && resv == myResv && !leaseExp ->
+       CHECKED(FROM_extend_lease(st) && TO_extend_lease(st) && BY_extend_lease(ACT_owner))
+    :: else -> skip
+    fi;
     if
     :: MAY_START ->
        if
@@ -415,12 +425,18 @@ end_loop:
 #endif
 #define RESOLVABLE(x) ((x) == S_uncertain || (x) == S_needs_reconciliation)
 
-/* The verdict the operator read the target for, written. */
+/*
+ * The verdict the operator read the target for, written; or, for an operation its caller executes, the
+ * same verdict posted by an agent that checked the target (caller_verdict: applied or not applied,
+ * under the same condition on state, attempt and reservation; never a terminal failure).
+ */
 inline RESOLVE_WRITE() {
   if
   :: was -> CHECKED(FROM_resolve(st) && TO_resolve(S_succeeded) && BY_resolve(ACT_operator)); st = S_succeeded
   :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_retryable) && BY_resolve(ACT_operator)); st = S_failed_retryable
   :: !was -> CHECKED(FROM_resolve(st) && TO_resolve(S_failed_terminal) && BY_resolve(ACT_operator)); st = S_failed_terminal
+  :: was -> CHECKED(FROM_caller_verdict(st) && TO_caller_verdict(S_succeeded) && BY_caller_verdict(ACT_caller)); st = S_succeeded
+  :: !was -> CHECKED(FROM_caller_verdict(st) && TO_caller_verdict(S_failed_retryable) && BY_caller_verdict(ACT_caller)); st = S_failed_retryable
   fi
 }
 

@@ -24,6 +24,7 @@
 #define ACT_reconciler 5
 #define ACT_operator 6
 #define ACT_late_owner 7
+#define ACT_caller 8
 
 /* Transitions: FROM_x(s) holds for the states x may leave, TO_x(s) for those it may enter, BY_x(a) for its actors. */
 /* reserve_pending: by reserve */
@@ -82,3 +83,11 @@
 #define FROM_record_late_outcome(s) (s == S_uncertain || s == S_needs_reconciliation || s == S_failed_retryable)
 #define TO_record_late_outcome(s) (s == S_succeeded || s == S_failed_terminal)
 #define BY_record_late_outcome(a) (a == ACT_late_owner)
+/* extend_lease: by owner, keeps the state it finds */
+#define FROM_extend_lease(s) (s == S_pending)
+#define TO_extend_lease(s) (s == S_pending)
+#define BY_extend_lease(a) (a == ACT_owner)
+/* caller_verdict: by caller */
+#define FROM_caller_verdict(s) (s == S_uncertain || s == S_needs_reconciliation)
+#define TO_caller_verdict(s) (s == S_succeeded || s == S_failed_retryable)
+#define BY_caller_verdict(a) (a == ACT_caller)

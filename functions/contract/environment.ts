@@ -153,6 +153,12 @@ export const SETTINGS = {
     default: 5,
     readers: HANDLERS_AND_LOCAL,
   },
+  /**
+   * Tool names tenants may declare for operations they execute themselves, and the policy forced on
+   * them (functions/domain/caller-tools.ts): `[tenant/]pattern[:approval][:max_attempts=N],…`;
+   * unset: any name, nothing forced. Only the API reads it.
+   */
+  callerTools: { name: 'TOOL_LEDGER_CALLER_TOOLS', kind: 'string', readers: ['api', 'local'] },
   /** Time kept back from the Lambda's remaining time for the commit, ms. */
   commitReserveMs: {
     name: 'TOOL_LEDGER_COMMIT_RESERVE_MS',

@@ -19,7 +19,15 @@ export interface BodySchema {
   required: readonly string[];
   /** Property types and enums; properties not listed are left to the handler. */
   properties: Readonly<
-    Record<string, { type: 'string' | 'integer' | 'object'; enum?: readonly string[]; minimum?: number }>
+    Record<
+      string,
+      {
+        type: 'string' | 'integer' | 'object' | 'boolean';
+        enum?: readonly string[];
+        minimum?: number;
+        maximum?: number;
+      }
+    >
   >;
 }
 
@@ -43,9 +51,14 @@ export interface LedgerRoute {
   body?: BodySchema;
 }
 
+/** The outcomes a caller reports for its attempt (`POST /v1/operations/{id}/outcome`). */
+const CALLER_OUTCOME_NAMES = ['succeeded', 'failed_terminal', 'failed_retryable', 'uncertain'] as const;
+
 /**
- * The API: the contract's §5, plus `POST /v1/reconciliations` (run one reconciler pass now, for
- * `tool-ledger reconcile`). Listing the tenant's unresolved operations and running a pass are
+ * The API: the contract's §5 and the routes of operations their caller executes (§14: the claim is
+ * `POST /v1/operations` with `"execution": "caller"`; its heartbeat, outcome and any agent's verdict
+ * have routes of their own, all `agent`), plus `POST /v1/reconciliations` (run one reconciler pass
+ * now, for `tool-ledger reconcile`). Listing the tenant's unresolved operations and running a pass are
  * operator-only.
  */
 const ROUTE_TABLE = [
@@ -54,7 +67,19 @@ const ROUTE_TABLE = [
     method: 'POST',
     path: '/v1/operations',
     roles: ['agent'],
-    body: { required: ['tool'], properties: { tool: { type: 'string' }, agent_run_id: { type: 'string' } } },
+    body: {
+      required: ['tool'],
+      properties: {
+        tool: { type: 'string' },
+        agent_run_id: { type: 'string' },
+        execution: { type: 'string', enum: ['ledger', 'caller'] },
+        lease_seconds: { type: 'integer', minimum: 1, maximum: 900 },
+        requires_approval: { type: 'boolean' },
+        downstream_idempotent: { type: 'boolean' },
+        max_attempts: { type: 'integer', minimum: 1, maximum: 10 },
+        claim_id: { type: 'string' },
+      },
+    },
   },
   { id: 'list', method: 'GET', path: '/v1/operations', roles: ['operator'] },
   { id: 'read', method: 'GET', path: '/v1/operations/{id}', roles: ['agent', 'approver', 'operator'] },
@@ -81,6 +106,44 @@ const ROUTE_TABLE = [
       properties: {
         outcome: { type: 'string', enum: ['applied', 'not_applied', 'failed'] },
         attempt: { type: 'integer', minimum: 0 },
+      },
+    },
+  },
+  {
+    id: 'lease',
+    method: 'POST',
+    path: '/v1/operations/{id}/lease',
+    roles: ['agent'],
+    body: {
+      required: ['token'],
+      properties: { token: { type: 'string' }, lease_seconds: { type: 'integer', minimum: 1, maximum: 900 } },
+    },
+  },
+  {
+    id: 'outcome',
+    method: 'POST',
+    path: '/v1/operations/{id}/outcome',
+    roles: ['agent'],
+    body: {
+      required: ['token', 'outcome'],
+      properties: {
+        token: { type: 'string' },
+        outcome: { type: 'string', enum: CALLER_OUTCOME_NAMES },
+        error: { type: 'object' },
+      },
+    },
+  },
+  {
+    id: 'verdict',
+    method: 'POST',
+    path: '/v1/operations/{id}/reconciliation',
+    roles: ['agent'],
+    body: {
+      required: ['attempt', 'verdict'],
+      properties: {
+        attempt: { type: 'integer', minimum: 1 },
+        verdict: { type: 'string', enum: ['applied', 'not_applied'] },
+        downstream_key: { type: 'string' },
       },
     },
   },
@@ -133,7 +196,7 @@ export const API_STAGE = 'prod';
 /**
  * The path of one operation (`GET /v1/operations/{id}` and the `Location` header): the ID is
  * percent-encoded as one path segment, so IDs with `/`, `?`, `#` or `%` round-trip. `suffix` names a
- * sub-resource (`approval`, `resolution`).
+ * sub-resource (`approval`, `resolution`, and a caller's `lease`, `outcome`, `reconciliation`).
  *
  * @example
  * ```ts
@@ -141,7 +204,10 @@ export const API_STAGE = 'prod';
  * operationPath('run-42', 'approval'); // '/v1/operations/run-42/approval'
  * ```
  */
-export function operationPath(operationId: string, suffix?: 'approval' | 'resolution'): string {
+export function operationPath(
+  operationId: string,
+  suffix?: 'approval' | 'resolution' | 'lease' | 'outcome' | 'reconciliation',
+): string {
   const path = `${OPERATIONS_PATH}/${encodeURIComponent(operationId)}`;
   return suffix === undefined ? path : `${path}/${suffix}`;
 }

@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'not_found'
   | 'ledger_unavailable'
   | 'method_not_allowed'
+  | 'tool_executed_by_ledger'
+  | 'caller_tool_not_allowed'
   | 'internal_error';
 
 /**
@@ -134,6 +136,33 @@ export class ApprovalMismatchError extends LedgerError {
       details: { arguments_digest: storedDigest },
     });
     this.name = 'ApprovalMismatchError';
+  }
+}
+
+/**
+ * An operation the caller executes names a tool the deployment runs itself (the contract, §14): its
+ * guarantees come from the ledger running it, so it is submitted without `execution: "caller"`.
+ */
+export class ToolExecutedByLedgerError extends LedgerError {
+  constructor() {
+    super(
+      'tool_executed_by_ledger',
+      'this deployment runs that tool itself: submit it without "execution": "caller"',
+      { details: { issues: [{ path: '$.tool', message: 'executed by the ledger' }] } },
+    );
+    this.name = 'ToolExecutedByLedgerError';
+  }
+}
+
+/** The deployment does not let this tenant declare that tool for operations it executes itself. */
+export class CallerToolNotAllowedError extends LedgerError {
+  constructor() {
+    super(
+      'caller_tool_not_allowed',
+      'this deployment does not allow that tool name for operations its caller executes',
+      { details: { issues: [{ path: '$.tool', message: 'not allowed' }] } },
+    );
+    this.name = 'CallerToolNotAllowedError';
   }
 }
 

@@ -1,3 +1,4 @@
+import { downstreamKey } from './downstream-key';
 import type { OperationState } from './states';
 
 /** A stored error: a stable code and a message that never contains argument values. */
@@ -33,6 +34,27 @@ export interface HistoryEntry {
   attempt: number;
   by: string;
   code?: string;
+}
+
+/**
+ * The rules of an operation its caller executes (the contract, §14), fixed on the record when it is
+ * reserved: later requests' flags never change them. The record's own `max_attempts` is the count the
+ * ledger enforces (the same value).
+ */
+export interface CallerPolicy {
+  execution: 'caller';
+  /** Reserved `awaiting_approval`: the request asked for it or the deployment forces it. */
+  requires_approval: boolean;
+  /** The target dedupes on the downstream key: an uncertain attempt may be retried with the same key. */
+  downstream_idempotent: boolean;
+  max_attempts: number;
+  /** How long a claim holds without a heartbeat, seconds. */
+  lease_seconds: number;
+}
+
+/** True for a record (or snapshot) of an operation its caller executes. */
+export function isCallerExecuted(record: { policy?: CallerPolicy | undefined }): boolean {
+  return record.policy?.execution === 'caller';
 }
 
 /**
@@ -84,6 +106,8 @@ export interface OperationRecord {
   approval?: ApprovalRecord;
   resolved_by?: string;
   reconciled?: boolean;
+  /** Principal of the agent whose verdict decided an uncertain attempt of an operation its caller executes. */
+  reconciled_by?: string;
   /** How many times the reconciler asked the tool and got `unknown`. */
   reconcile_checks?: number;
   /** How many times the reconciler re-sent the work message of a `queued` record. */
@@ -95,6 +119,14 @@ export interface OperationRecord {
   maybe_applied?: boolean;
   late_outcome?: LateOutcome;
   history?: HistoryEntry[];
+  /** Present on an operation its caller executes (the contract, §14): its rules, fixed at reservation. */
+  policy?: CallerPolicy;
+  /**
+   * The lease owners (claim token hashes) of this reservation's superseded caller attempts, oldest
+   * first, at most `max_attempts`: an outcome posted with one of their tokens is authentic, and is kept
+   * as `late_outcome`; any other token changes nothing. Never shown.
+   */
+  superseded_claims?: string[];
 }
 
 /**
@@ -120,10 +152,12 @@ export type OperationSnapshot = Pick<
   | 'approval_deadline'
   | 'resolved_by'
   | 'reconciled'
+  | 'reconciled_by'
   | 'late_outcome'
   | 'lease_expires_at'
   | 'history'
->;
+> &
+  Partial<Pick<OperationRecord, 'tenant' | 'reservation_id' | 'policy'>>;
 
 /** The public view of an operation (the response body of the contract's §5). */
 export interface OperationView {
@@ -142,6 +176,7 @@ export interface OperationView {
   approval_deadline?: string;
   resolved_by?: string;
   reconciled?: boolean;
+  reconciled_by?: string;
   late_outcome?: LateOutcome;
   lease_expires_at?: string;
   history?: HistoryEntry[];
@@ -152,6 +187,13 @@ export interface OperationView {
    * `approval` in `awaiting_approval`. Retrying the call cannot move it.
    */
   action_required?: 'operator_resolution' | 'approval';
+  /** `caller` on an operation its caller executes (the contract, §14); absent when the ledger runs it. */
+  execution?: 'caller';
+  /**
+   * The key the caller passes to the target of an operation it executes (the same for every attempt):
+   * not a secret, since any agent of the tenant needs it to ask the target what happened.
+   */
+  downstream_key?: string;
 }
 
 /** Options for {@link toView}. */
@@ -188,9 +230,14 @@ export function toView(record: OperationSnapshot, options: ViewOptions = {}): Op
     view.approval_deadline = new Date(record.approval_deadline).toISOString();
   if (record.resolved_by !== undefined) view.resolved_by = record.resolved_by;
   if (record.reconciled !== undefined) view.reconciled = record.reconciled;
+  if (record.reconciled_by !== undefined) view.reconciled_by = record.reconciled_by;
   if (record.late_outcome !== undefined) view.late_outcome = record.late_outcome;
   if (record.state === 'pending' && record.lease_expires_at !== undefined) {
     view.lease_expires_at = new Date(record.lease_expires_at).toISOString();
+  }
+  if (isCallerExecuted(record) && record.tenant !== undefined && record.reservation_id !== undefined) {
+    view.execution = 'caller';
+    view.downstream_key = downstreamKey(record.tenant, record.operation_id, record.reservation_id);
   }
   if (record.state === 'needs_reconciliation') view.action_required = 'operator_resolution';
   if (record.state === 'awaiting_approval') view.action_required = 'approval';

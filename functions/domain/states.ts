@@ -41,7 +41,9 @@ export function isState(value: unknown): value is OperationState {
  * Who performs a transition: each actor may make only its own moves. The trace checker
  * (scripts/verify/trace-check.ts) reads it to tell, from a log line's outcome code, which rows the line
  * may be a move of. `worker` is whoever claims an attempt (a caller or the executor); `owner` and
- * `late_owner` are the holder of the attempt's lease, committing its outcome in time or late.
+ * `late_owner` are the holder of the attempt's lease, committing its outcome in time or late (or, for
+ * an operation its caller executes, keeping its claim alive); `caller` is any agent of the tenant of
+ * an operation its caller executes, posting what it found at the target (its verdict).
  */
 export const ACTORS = [
   'reserve',
@@ -51,6 +53,7 @@ export const ACTORS = [
   'reconciler',
   'operator',
   'late_owner',
+  'caller',
 ] as const;
 
 /** One actor of {@link ACTORS}. */
@@ -71,7 +74,9 @@ export type TransitionName =
   | 'reconcile'
   | 'defer_attention'
   | 'resolve'
-  | 'record_late_outcome';
+  | 'record_late_outcome'
+  | 'extend_lease'
+  | 'caller_verdict';
 
 /** One allowed move: from which states, to which states, by whom. */
 export interface TransitionRule {
@@ -130,6 +135,17 @@ export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
     from: ['uncertain', 'needs_reconciliation', 'failed_retryable'],
     to: ['succeeded', 'failed_terminal'],
     actors: ['late_owner'],
+  },
+  // Operations the caller executes (the contract, §14). The claimant's heartbeat: a live claim of the
+  // same attempt gets a later `lease_expires_at`; nothing else changes, so it logs no line.
+  extend_lease: { from: ['pending'], to: ['pending'], actors: ['owner'], keepsState: true },
+  // What a caller found at the target of an uncertain attempt: applied, or not applied (then its next
+  // request claims the next attempt with the same downstream key). Never a terminal failure: that is
+  // an owner's known outcome or an operator's decision.
+  caller_verdict: {
+    from: ['uncertain', 'needs_reconciliation'],
+    to: ['succeeded', 'failed_retryable'],
+    actors: ['caller'],
   },
 };
 

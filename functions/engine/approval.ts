@@ -1,6 +1,6 @@
 import { isDigest } from '../domain/digest';
 import { AccessError, ApprovalMismatchError, StateChangedError, ValidationError } from '../domain/errors';
-import type { ApprovalRecord, OperationRecord } from '../domain/operation';
+import { type ApprovalRecord, isCallerExecuted, type OperationRecord } from '../domain/operation';
 import { samePrincipalForApproval } from '../domain/principal';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
@@ -25,7 +25,8 @@ export interface ApprovalResult {
 
 /**
  * Applies an approval (the contract, §5): bound to the operation ID and the digest. Approve moves
- * `awaiting_approval → queued` and enqueues; reject moves it to `rejected`. The same decision again is
+ * `awaiting_approval → queued` and enqueues (an operation its caller executes is not enqueued: it waits
+ * for its caller, §14); reject moves it to `rejected`. The same decision again is
  * idempotent; the opposite decision, or any decision once the record left `awaiting_approval` for
  * another reason, is `state_changed`. A digest that is not the record's is `approval_mismatch`, so an
  * approval can never transfer to other arguments.
@@ -108,6 +109,7 @@ export async function decideApproval(
       state: current?.state,
     });
   }
-  if (decision === 'approve') await enqueueQuietly(deps, result.record);
+  // A caller's operation, approved, waits for its caller's next request (the contract, §14): never enqueued.
+  if (decision === 'approve' && !isCallerExecuted(result.record)) await enqueueQuietly(deps, result.record);
   return { record: result.record, changed: true };
 }

@@ -28,6 +28,8 @@ export interface Expectation {
   digest?: string;
   /** Only with `lease_expires_at < leaseExpiredBefore` (epoch ms). */
   leaseExpiredBefore?: number;
+  /** Only with `lease_expires_at > leaseLiveAfter` (epoch ms): a claim still live when the write lands. */
+  leaseLiveAfter?: number;
   /** Only while `reconcile_checks` is exactly this (absent counts as 0). */
   reconcileChecks?: number;
   /** Only while `attention_at` is exactly this: the reconciler's optimistic lock on a due record. */

@@ -1,7 +1,7 @@
 import { allShards } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { errorClass } from '../domain/errors';
-import type { OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
 import type { AnyTool, ReconcileVerdict } from '../domain/tool';
 import { logger } from '../observability/logger';
 import { sanitize } from './attempt-outcome';
@@ -264,6 +264,8 @@ async function decide(
     case 'uncertain':
       return reconcileUncertain(deps, req, record, tool, budget);
     case 'queued': {
+      // A caller's approved operation waits for its caller: never enqueued (the contract, §14).
+      if (isCallerExecuted(record)) return WAITING_FOR_CALLER;
       // A message that can never run (its tool or origin was removed) lands in the DLQ each time: back
       // off exponentially (capped at an hour) so the record is retried cheaply, never forgotten.
       const requeues = (record.requeue_count ?? 0) + 1;
@@ -277,6 +279,8 @@ async function decide(
       if (record.attempt >= record.max_attempts) {
         return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
       }
+      // Attempts left: the caller's next request claims it (the contract, §14); never enqueued.
+      if (isCallerExecuted(record)) return WAITING_FOR_CALLER;
       const next = req.now + backoffMs(deps.config.retryBaseMs, record.attempt + 1);
       const deferred = await requeueLater(deps, req, record, next);
       if (!deferred.ok) return 'skipped';
@@ -309,6 +313,7 @@ async function reconcileUncertain(
   tool: AnyTool | undefined,
   budget: PassBudget,
 ): Promise<string> {
+  if (isCallerExecuted(record)) return reconcileCallerUncertain(deps, req, record);
   if (!tool) return toOperator(deps, req, record, tool, 'tool_unregistered');
   const args = JSON.parse(record.arguments) as unknown;
   let verdict: ReconcileVerdict;
@@ -337,9 +342,22 @@ async function reconcileUncertain(
     if (result.record.attempt < result.record.max_attempts) await enqueueQuietly(deps, result.record);
     return 'reconciled_not_applied';
   }
+  return unknownVerdict(deps, req, record, tool, 'reconcile_unknown');
+}
+
+/**
+ * Another pass will ask again, with backoff; after `maxReconcileChecks` an operator decides, with
+ * `code` saying why.
+ */
+async function unknownVerdict(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  code: string,
+): Promise<string> {
   const checks = (record.reconcile_checks ?? 0) + 1;
-  if (checks >= deps.config.maxReconcileChecks)
-    return toOperator(deps, req, record, tool, 'reconcile_unknown');
+  if (checks >= deps.config.maxReconcileChecks) return toOperator(deps, req, record, tool, code);
   const deferred = await postponeCheck(
     deps,
     req,
@@ -348,6 +366,30 @@ async function reconcileUncertain(
   );
   if (deferred.ok) count(deps, record, 'unknown');
   return deferred.ok ? 'reconcile_unknown' : 'skipped';
+}
+
+/** What a pass does with a caller's record that waits for its caller: nothing. */
+const WAITING_FOR_CALLER = 'waiting_for_caller';
+
+/**
+ * `uncertain`, for an operation its caller executes (the contract, §14): the reconciler cannot ask the
+ * target. Declared downstream-idempotent: `failed_retryable` (the next attempt reuses the downstream
+ * key; `maybe_applied`), never enqueued, its caller claims it. Otherwise each pass counts an unknown
+ * with the usual backoff, which gives the caller time to post its verdict, and then an operator
+ * decides (`no_caller_verdict`).
+ */
+async function reconcileCallerUncertain(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+): Promise<string> {
+  if (record.policy?.downstream_idempotent) {
+    const result = await reconcileNotApplied(deps, req, record, undefined, 'downstream_idempotent');
+    if (!result.ok) return 'skipped';
+    count(deps, record, 'not_applied');
+    return 'reconciled_not_applied';
+  }
+  return unknownVerdict(deps, req, record, undefined, 'no_caller_verdict');
 }
 
 async function askTarget(

@@ -2,7 +2,7 @@ import type { LedgerConfig } from '../config';
 import { unresolvedPartition } from '../contract/index-shards';
 import { attentionShard } from '../contract/keys';
 import { LEDGER_TABLE } from '../contract/table';
-import type { OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
 
 /**
@@ -58,21 +58,47 @@ export function backoffMs(base: number, n: number): number {
   return Math.min(base * 2 ** Math.max(0, n - 1), 3_600_000);
 }
 
+/** What besides the state decides when the reconciler looks at a record next. */
+export interface AttentionExtra {
+  leaseExpiresAt?: number | undefined;
+  approvalDeadline?: number | undefined;
+  attempt?: number;
+  /**
+   * An operation its caller executes (the contract, §14): nobody enqueues it, so `queued` (approved,
+   * waiting for its caller) needs no attention, nor `failed_retryable` while attempts remain.
+   */
+  caller?: { attemptsLeft: boolean };
+}
+
+/**
+ * The {@link AttentionExtra} of a record at `attempt`: its attempt, and whether its caller executes it
+ * (and has attempts left).
+ */
+export function attentionExtra(
+  record: Pick<OperationRecord, 'policy' | 'max_attempts'>,
+  attempt: number,
+): AttentionExtra {
+  if (!isCallerExecuted(record)) return { attempt };
+  return { attempt, caller: { attemptsLeft: attempt < record.max_attempts } };
+}
+
 /** When the reconciler should next look at a record entering `state`, or undefined for never. */
 export function attentionFor(
   state: OperationState,
   now: number,
   config: LedgerConfig,
-  extra: { leaseExpiresAt?: number; approvalDeadline?: number; attempt?: number },
+  extra: AttentionExtra,
 ): number | undefined {
   switch (state) {
     case 'pending':
       return extra.leaseExpiresAt;
     case 'queued':
-      return now + config.queuedStaleMs;
+      return extra.caller ? undefined : now + config.queuedStaleMs;
     case 'awaiting_approval':
       return extra.approvalDeadline;
     case 'failed_retryable':
+      // A caller's: the reconciler only closes it once no attempt is left (the contract, §7).
+      if (extra.caller) return extra.caller.attemptsLeft ? undefined : now;
       return now + backoffMs(config.retryBaseMs, extra.attempt ?? 1);
     case 'uncertain':
       return now;

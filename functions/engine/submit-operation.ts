@@ -1,8 +1,9 @@
 import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { IdempotencyConflictError } from '../domain/errors';
-import type { OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
 import { isTerminal } from '../domain/states';
+import type { AnyTool } from '../domain/tool';
 import { logger } from '../observability/logger';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { type PreparedCall, prepareCall } from './prepare-call';
@@ -118,6 +119,11 @@ async function existingRecord(
     logObservation(deps, req, record, tool, 'replayed', true);
     return { kind: 'completed', record, replayed: true };
   }
+  if (isCallerExecuted(record)) {
+    // Its caller executes it (the contract, §14): whatever the deployment registers under that name
+    // now, the ledger never claims or runs it, and never sends it down another path. Reported as it stands.
+    return reportOnly(deps, req, record, tool);
+  }
   const claimable = record.state === 'failed_retryable' || (record.state === 'queued' && mode === 'worker');
   if (claimable && depth < 2) {
     if (record.state === 'failed_retryable' && record.attempt >= record.max_attempts) {
@@ -136,13 +142,26 @@ async function existingRecord(
     if (claimed.ok) return run(deps, req, call, claimed.record, lease);
     return claimed.current ? existingRecord(deps, req, call, claimed.current, mode, depth + 1) : gone(record);
   }
+  return reportOnly(deps, req, record, tool);
+}
+
+/**
+ * A record in flight, reported as it stands (the contract, §5): 409 while a live lease holds it,
+ * otherwise 202. Reporting a record that is still in flight is not a replay: only terminal outcomes
+ * are replayed.
+ */
+export function reportOnly(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+): SubmitResult {
   if (record.state === 'pending' && (record.lease_expires_at ?? 0) > req.now) {
-    deps.metrics.count(LEDGER_METRICS.inProgressRejections, tool.name);
+    deps.metrics.count(LEDGER_METRICS.inProgressRejections, record.tool);
     logObservation(deps, req, record, tool, 'operation_in_progress', false);
     return { kind: 'in_progress', record, retryAfterSeconds: 1 };
   }
   logObservation(deps, req, record, tool, `reported_${record.state}`, false);
-  // Reporting a record that is still in flight is not a replay: only terminal outcomes are replayed.
   return accepted(deps, record, false);
 }
 
@@ -185,7 +204,8 @@ async function run(
   return accepted(deps, after, false);
 }
 
-function accepted(deps: LedgerDeps, record: OperationRecord, replayed: boolean): SubmitResult {
+/** The 202 of a record reported as it stands, with its `Retry-After`. */
+export function accepted(deps: LedgerDeps, record: OperationRecord, replayed: boolean): SubmitResult {
   const seconds =
     record.state === 'queued' || record.state === 'pending'
       ? 1

@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
+import { claimOwner, isCallerOwner } from '../domain/claim-token';
 import { LedgerUnavailableError } from '../domain/errors';
-import type {
-  ApprovalRecord,
-  HistoryEntry,
-  LateOutcome,
-  OperationError,
-  OperationRecord,
+import {
+  type ApprovalRecord,
+  type CallerPolicy,
+  type HistoryEntry,
+  isCallerExecuted,
+  type LateOutcome,
+  type OperationError,
+  type OperationRecord,
 } from '../domain/operation';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
@@ -15,8 +18,10 @@ import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
 import type { PreparedCall } from './prepare-call';
+import type { CallerCall } from './prepare-caller-call';
 import {
   ATTENTION_ATTRIBUTES,
+  attentionExtra,
   attentionFor,
   terminalFields,
   UNRESOLVED_ATTRIBUTES,
@@ -59,6 +64,15 @@ export function newLease(deps: LedgerDeps, req: RequestContext, tool: AnyTool): 
     deadline,
     expiresAt: deadline + deps.config.leaseGraceMs,
   };
+}
+
+/**
+ * The lease of a caller's claim (the contract, §14): owned by the claim token's hash, ending
+ * `leaseSeconds` from `now` with no grace (the caller chose its lease), which is also its deadline.
+ */
+export function callerLease(token: string, now: number, leaseSeconds: number): Lease {
+  const expiresAt = now + leaseSeconds * 1000;
+  return { owner: claimOwner(token), deadline: expiresAt, expiresAt };
 }
 
 /** Result of a reservation: ours, or the record that was there. */
@@ -120,17 +134,95 @@ export async function reserve(
       attentionFor(state, req.now, deps.config, { leaseExpiresAt: lease?.expiresAt, approvalDeadline }),
     ),
   );
+  return putReservation(deps, req, item, call.tool);
+}
+
+/**
+ * The reservation's write: one conditional PutItem; if the old item turns out absent or expired, try
+ * again (at most 3 times). A lost PutItem response that the SDK retried is recognised by
+ * `reservation_id` and counts as ours.
+ */
+async function putReservation(
+  deps: LedgerDeps,
+  req: RequestContext,
+  item: OperationRecord,
+  tool: AnyTool | undefined,
+): Promise<Reservation> {
   const nowSeconds = Math.floor(req.now / 1000);
   for (let i = 0; i < MAX_RESERVE_TRIES; i++) {
     const result = await deps.store.reserve(item, nowSeconds);
     const existing = result.created ? undefined : result.existing;
     if (result.created || existing?.reservation_id === item.reservation_id) {
-      logLine(deps, req, item, null, state, call.tool, { code: null });
+      logLine(deps, req, item, null, item.state, tool, { code: null });
       return { created: true, record: item };
     }
     if (existing && !isExpired(existing, req.now)) return { created: false, existing };
   }
   throw new LedgerUnavailableError('the reservation kept racing with expiring records');
+}
+
+/** What a caller's reservation is made of, besides who asks: the call, its rules, its identity. */
+export interface CallerReservation {
+  call: CallerCall;
+  policy: CallerPolicy;
+  /** Made before the write: a claim token with a `claim_id` is derived from it. */
+  reservationId: string;
+  /** The claim of attempt 1 when it is reserved straight into `pending`. */
+  lease?: Lease;
+}
+
+/**
+ * Reserves an operation its caller executes (the contract, §14): `pending` at attempt 1 under the
+ * caller's claim, or `awaiting_approval`, with its policy fixed on the record. The same write as
+ * {@link reserve}; the tool is the caller's name, never one of the deployment's.
+ */
+export async function reserveForCaller(
+  deps: LedgerDeps,
+  req: RequestContext,
+  reservation: CallerReservation,
+  caller: Caller,
+  state: 'pending' | 'awaiting_approval',
+): Promise<Reservation> {
+  const { call, policy, lease } = reservation;
+  const key = operationKey(caller.tenant, call.operationId);
+  const nowIso = new Date(req.now).toISOString();
+  const approvalDeadline =
+    state === 'awaiting_approval' ? req.now + deps.config.approvalTtlSeconds * 1000 : undefined;
+  const attempt = state === 'pending' ? 1 : 0;
+  const item: OperationRecord = {
+    pk: key.pk,
+    sk: key.sk,
+    tenant: caller.tenant,
+    operation_id: call.operationId,
+    tool: call.toolName,
+    arguments: call.canonicalArguments,
+    arguments_digest: call.digest,
+    state,
+    attempt,
+    max_attempts: policy.max_attempts,
+    retention_seconds: deps.config.retentionSeconds,
+    requested_by: caller.principal,
+    reservation_id: reservation.reservationId,
+    created_at: nowIso,
+    updated_at: nowIso,
+    history: [{ at: nowIso, from: null, to: state, attempt, by: caller.principal }],
+    policy,
+  };
+  if (caller.agentRunId !== undefined) item.agent_run_id = caller.agentRunId;
+  if (lease) {
+    item.lease_owner = lease.owner;
+    item.lease_expires_at = lease.expiresAt;
+  }
+  if (approvalDeadline !== undefined) item.approval_deadline = approvalDeadline;
+  Object.assign(
+    item,
+    unresolvedFields(
+      item,
+      deps.config,
+      attentionFor(state, req.now, deps.config, { leaseExpiresAt: lease?.expiresAt, approvalDeadline }),
+    ),
+  );
+  return putReservation(deps, req, item, undefined);
 }
 
 /** A terminal record whose `expires_at` has passed is treated as absent (the contract, §2). */
@@ -163,7 +255,7 @@ export async function claim(
       updated_at: iso(req.now),
     },
     // What described the previous attempt does not describe this one.
-    remove: ['reconcile_checks', 'reconciled', 'resolved_by', 'error', 'outcome_by', 'outcome_code'],
+    remove: CLAIM_CLEARS,
   });
   if (!result.ok && result.current?.lease_owner === lease.owner && result.current.attempt === next) {
     // Our claim landed and its response was lost: it is still one transition, logged once.
@@ -171,6 +263,94 @@ export async function claim(
     return { ok: true, record: result.current };
   }
   return result;
+}
+
+/** What a claim removes: what described the previous attempt does not describe this one. */
+const CLAIM_CLEARS: (keyof OperationRecord)[] = [
+  'reconcile_checks',
+  'reconciled',
+  'reconciled_by',
+  'resolved_by',
+  'error',
+  'outcome_by',
+  'outcome_code',
+];
+
+/**
+ * `queued | failed_retryable → pending` (`claim`) by the caller of an operation it executes (the
+ * contract, §14): the next attempt under the caller's claim, in one conditional write. The previous
+ * attempt's claim, if it was a caller's, is kept among the record's `superseded_claims`, so an outcome
+ * it posts late is recognised as authentic. A caller's `queued` or `failed_retryable` record is in no
+ * attention shard (nobody but its caller moves it), so the claim puts it back in one, due at the
+ * lease's end. The history names the principal that claimed, never the claim's owner.
+ */
+export async function claimByCaller(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  lease: Lease,
+  principal: string,
+): Promise<WriteResult> {
+  const next = record.attempt + 1;
+  const set: Partial<OperationRecord> = {
+    attempt: next,
+    lease_owner: lease.owner,
+    lease_expires_at: lease.expiresAt,
+    updated_at: iso(req.now),
+    ...unresolvedFields(record, deps.config, lease.expiresAt),
+  };
+  if (isCallerOwner(record.lease_owner)) {
+    set.superseded_claims = [...(record.superseded_claims ?? []), record.lease_owner as string];
+  }
+  const result = await write(
+    deps,
+    req,
+    record,
+    undefined,
+    {
+      transition: 'claim',
+      expect: {
+        states: [record.state],
+        attempt: record.attempt,
+        digest: record.arguments_digest,
+        reservationId: record.reservation_id,
+      },
+      to: 'pending',
+      set,
+      remove: CLAIM_CLEARS,
+    },
+    { by: principal },
+  );
+  if (!result.ok && result.current?.lease_owner === lease.owner && result.current.attempt === next) {
+    logLine(deps, req, result.current, record.state, 'pending', undefined, { code: null });
+    return { ok: true, record: result.current };
+  }
+  return result;
+}
+
+/**
+ * `pending → pending` (`extend_lease`): the caller's heartbeat (the contract, §14). Conditioned on the
+ * attempt, the claim's owner, the reservation and a lease still live at the clock as the write leaves:
+ * an expired claim is never revived, since the reconciler may already have decided its attempt. The
+ * attention time follows the lease. No state changes, so no line is logged.
+ */
+export async function extendLease(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  lease: Pick<Lease, 'owner' | 'expiresAt'>,
+): Promise<WriteResult> {
+  return deps.store.transition(record, {
+    transition: 'extend_lease',
+    expect: {
+      states: ['pending'],
+      attempt: record.attempt,
+      leaseOwner: lease.owner,
+      reservationId: record.reservation_id,
+      leaseLiveAfter: Math.max(req.now, deps.clock()),
+    },
+    set: { lease_expires_at: lease.expiresAt, attention_at: lease.expiresAt, updated_at: iso(req.now) },
+  });
 }
 
 /** `failed_retryable → failed_terminal` with `attempts_exhausted`. */
@@ -246,13 +426,15 @@ export async function recordOutcome(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
-  tool: AnyTool,
-  lease: Lease,
+  tool: AnyTool | undefined,
+  lease: Pick<Lease, 'owner'>,
   outcome: AttemptOutcome,
+  options: { by?: string } = {},
 ): Promise<OperationRecord> {
   const known = outcome.state === 'succeeded' || outcome.state === 'failed_terminal';
   const now = deps.clock();
   const terminal = isTerminal(outcome.state);
+  const caller = isCallerExecuted(record);
   const set: Partial<OperationRecord> = {
     outcome_code: outcome.outcomeCode,
     outcome_by: lease.owner,
@@ -260,15 +442,18 @@ export async function recordOutcome(
   };
   if (outcome.result !== undefined) set.result = outcome.result;
   if (outcome.error !== undefined) set.error = outcome.error;
+  let unattended = false;
   if (terminal) {
     Object.assign(set, terminalFields(record, now));
   } else {
-    const at = attentionFor(outcome.state, now, deps.config, { attempt: record.attempt });
+    const at = attentionFor(outcome.state, now, deps.config, attentionExtra(record, record.attempt));
     Object.assign(set, unresolvedFields(record, deps.config, at));
+    // A caller's failed_retryable record with attempts left waits for its caller, not the reconciler.
+    unattended = at === undefined;
   }
   /** What the commit removes from the record it is conditioned on. */
   const removeFrom = (base: OperationRecord): (keyof OperationRecord)[] => {
-    if (!terminal) return [];
+    if (!terminal) return unattended ? [...ATTENTION_ATTRIBUTES] : [];
     const remove: (keyof OperationRecord)[] = [...UNRESOLVED_ATTRIBUTES];
     // A success leaves no error behind (an uncertain attempt's code would otherwise linger); the base
     // is exact in `error`, which only a change of state writes.
@@ -296,7 +481,7 @@ export async function recordOutcome(
           set,
           remove: removeFrom(base),
         },
-        { code: outcome.outcomeCode, durationMs: outcome.durationMs },
+        { code: outcome.outcomeCode, durationMs: outcome.durationMs, by: options.by },
       );
     } catch (error) {
       if (!(error instanceof LedgerUnavailableError)) throw error;
@@ -305,7 +490,7 @@ export async function recordOutcome(
       continue;
     }
     if (result.ok) {
-      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
+      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, record.tool);
       return result.record;
     }
     const current = result.current;
@@ -320,7 +505,7 @@ export async function recordOutcome(
         code: outcome.outcomeCode,
         durationMs: outcome.durationMs,
       });
-      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, tool.name);
+      if (outcome.state === 'uncertain') deps.metrics.count(LEDGER_METRICS.uncertainOutcomes, record.tool);
       return current;
     }
     if (
@@ -334,7 +519,9 @@ export async function recordOutcome(
       base = current;
       continue;
     }
-    if (current.attempt > record.attempt) {
+    if (current.attempt > record.attempt && !caller) {
+      // A caller's superseded outcome is recognised by its token before it gets here
+      // (engine/caller-outcome.ts), so an impostor's is never stored.
       await recordLateOutcome(deps, req, record, current, tool, outcome);
     }
     return current;
@@ -350,12 +537,12 @@ const LATE_OUTCOME_TRIES = 3;
  * is read again and tried again (a few times); on a new operation that reused the expired key it is
  * never written (the log line and the metric still tell).
  */
-async function recordLateOutcome(
+export async function recordLateOutcome(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
   current: OperationRecord,
-  tool: AnyTool,
+  tool: AnyTool | undefined,
   outcome: AttemptOutcome,
 ): Promise<void> {
   const late: LateOutcome = {
@@ -376,7 +563,7 @@ async function recordLateOutcome(
     if (result.ok) annotated = result.record;
     else seen = result.current;
   }
-  deps.metrics.count(LEDGER_METRICS.lateOutcomes, tool.name);
+  deps.metrics.count(LEDGER_METRICS.lateOutcomes, current.tool);
   const at = annotated ?? record;
   deps.log(
     line(at, tool, req, {
@@ -619,6 +806,64 @@ export async function resolveByOperator(
   return result;
 }
 
+/** What a caller found at the target of an uncertain attempt of an operation it executes (the contract, §14). */
+export interface CallerVerdict {
+  verdict: 'applied' | 'not_applied';
+  /** Principal label of the agent that posted it, recorded as `reconciled_by`. */
+  principal: string;
+  /** The attempt the caller checked: the write lands only while the record is still at it. */
+  attempt: number;
+  /** JSON text of the result it found (`applied` only). */
+  result?: string;
+}
+
+/** The state each caller verdict moves an operation to, and the outcome code it logs. */
+export const CALLER_VERDICTS: Readonly<
+  Record<CallerVerdict['verdict'], { to: OperationState; code: string }>
+> = {
+  applied: { to: 'succeeded', code: 'verdict_applied' },
+  not_applied: { to: 'failed_retryable', code: 'verdict_not_applied' },
+};
+
+/**
+ * `uncertain | needs_reconciliation → succeeded | failed_retryable` (`caller_verdict`): what an agent
+ * of the tenant found at the target of an operation its caller executes, at the attempt it checked,
+ * with `reconciled: true` and `reconciled_by`. Conditioned on the state it was read in, its attempt and
+ * its reservation; like an operator's resolution, written once more if the reconciler gave up on the
+ * record in between (`uncertain → needs_reconciliation`, same attempt and reservation). A
+ * `failed_retryable` verdict is never enqueued: the caller's next request claims the next attempt.
+ */
+export async function recordCallerVerdict(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  verdict: CallerVerdict,
+): Promise<WriteResult> {
+  const { to, code } = CALLER_VERDICTS[verdict.verdict];
+  const set: Partial<OperationRecord> = { reconciled: true, reconciled_by: verdict.principal };
+  if (verdict.result !== undefined) set.result = verdict.result;
+  const decide = (base: OperationRecord) =>
+    changeState(deps, req, base, undefined, {
+      transition: 'caller_verdict',
+      expect: { states: [base.state], attempt: verdict.attempt },
+      to,
+      code,
+      set,
+    });
+  const result = await decide(record);
+  const moved = result.ok ? undefined : result.current;
+  if (
+    moved &&
+    moved.state !== record.state &&
+    RESOLVABLE_STATES.includes(moved.state) &&
+    moved.attempt === verdict.attempt &&
+    moved.reservation_id === record.reservation_id
+  ) {
+    return decide(moved);
+  }
+  return result;
+}
+
 /** A decision's write: the transition, what it expects, the new state, its outcome code and fields. */
 interface StateChange {
   transition: TransitionName;
@@ -651,7 +896,7 @@ async function changeState(
     // A success leaves no error behind (an earlier uncertain attempt's code would otherwise linger).
     if (change.to === 'succeeded' && set.error === undefined) remove.push('error');
   } else {
-    const at = attentionFor(change.to, req.now, deps.config, { attempt: record.attempt });
+    const at = attentionFor(change.to, req.now, deps.config, attentionExtra(record, record.attempt));
     Object.assign(set, unresolvedFields(record, deps.config, at));
     if (at === undefined) remove = [...ATTENTION_ATTRIBUTES];
   }
@@ -750,7 +995,7 @@ async function write(
   record: OperationRecord,
   tool: AnyTool | undefined,
   w: TransitionWrite,
-  extra: { code?: string; durationMs?: number } = {},
+  extra: { code?: string; durationMs?: number; by?: string | undefined } = {},
 ): Promise<WriteResult> {
   if (w.to !== undefined) {
     // `w` is each caller's own literal: the history entry goes on it instead of on a copy.
@@ -759,7 +1004,14 @@ async function write(
       from: record.state,
       to: w.to,
       attempt: w.set.attempt ?? record.attempt,
-      by: w.set.lease_owner ?? w.set.resolved_by ?? w.set.approval?.by ?? deps.workerId,
+      // Who wrote it; for an operation its caller executes, the principal, never the claim's owner.
+      by:
+        extra.by ??
+        w.set.lease_owner ??
+        w.set.resolved_by ??
+        w.set.reconciled_by ??
+        w.set.approval?.by ??
+        deps.workerId,
     };
     if (extra.code !== undefined) history.code = extra.code;
     w.history = history;

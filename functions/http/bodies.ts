@@ -1,4 +1,6 @@
 import * as z from 'zod/mini';
+import { CALLER_MAX_ATTEMPTS } from '../domain/caller-tools';
+import { CLAIM_ID_PATTERN } from '../domain/claim-token';
 import { ValidationError } from '../domain/errors';
 import { checkWithSchema } from '../domain/schema-check';
 
@@ -10,11 +12,67 @@ const jsonObject = z.custom<Record<string, unknown>>(
   { message: 'expected a JSON object' },
 );
 
-/** `POST /v1/operations`. Strict: a `tenant` (or any other extra field) is refused, never trusted. */
+/** A caller's lease, seconds (the contract, §14). */
+const leaseSeconds = z
+  .number()
+  .check(z.int(), z.gte(1, 'expected 1 to 900'), z.lte(900, 'expected 1 to 900'));
+
+/**
+ * `POST /v1/operations`. Strict: a `tenant` (or any other extra field) is refused, never trusted. The
+ * fields after `execution` belong to operations the caller executes (the contract, §14); the route
+ * refuses them on a ledger-executed call ({@link CALLER_ONLY_FIELDS}).
+ */
 export const SubmitBody = z.strictObject({
   tool: z.string(),
   arguments: jsonObject,
   agent_run_id: z.optional(z.string().check(z.regex(LABEL, 'expected 1 to 255 printable ASCII characters'))),
+  execution: z.optional(z.enum(['ledger', 'caller'])),
+  lease_seconds: z.optional(leaseSeconds),
+  requires_approval: z.optional(z.boolean()),
+  downstream_idempotent: z.optional(z.boolean()),
+  max_attempts: z.optional(
+    z
+      .number()
+      .check(
+        z.int(),
+        z.gte(CALLER_MAX_ATTEMPTS.min, 'expected 1 to 10'),
+        z.lte(CALLER_MAX_ATTEMPTS.max, 'expected 1 to 10'),
+      ),
+  ),
+  claim_id: z.optional(
+    z.string().check(z.regex(CLAIM_ID_PATTERN, 'expected 22 to 128 characters of [A-Za-z0-9_-]')),
+  ),
+});
+
+/** Fields of {@link SubmitBody} that only an operation its caller executes takes. */
+export const CALLER_ONLY_FIELDS = [
+  'lease_seconds',
+  'requires_approval',
+  'downstream_idempotent',
+  'max_attempts',
+  'claim_id',
+] as const;
+
+/** `POST /v1/operations/{id}/lease`: the claim's heartbeat. */
+export const LeaseBody = z.strictObject({
+  token: z.string(),
+  lease_seconds: z.optional(leaseSeconds),
+});
+
+/** `POST /v1/operations/{id}/outcome`: a caller's outcome. `result` is any JSON, checked by the engine. */
+export const OutcomeBody = z.strictObject({
+  token: z.string(),
+  outcome: z.enum(['succeeded', 'failed_terminal', 'failed_retryable', 'uncertain']),
+  result: z.optional(z.unknown()),
+  error: z.optional(z.strictObject({ code: z.string(), message: z.optional(z.string()) })),
+});
+
+/** `POST /v1/operations/{id}/reconciliation`: a caller's verdict on an uncertain attempt. */
+export const VerdictBody = z.strictObject({
+  attempt: z.number().check(z.int(), z.gte(1, 'expected an attempt from 1')),
+  verdict: z.enum(['applied', 'not_applied']),
+  result: z.optional(z.unknown()),
+  downstream_key: z.optional(z.string()),
 });
 
 /** `POST /v1/operations/{id}/approval`. */

@@ -1,27 +1,28 @@
 import { LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
-import {
-  AccessError,
-  LedgerError,
-  OperationIdError,
-  StateChangedError,
-  ValidationError,
-} from '../domain/errors';
+import { AccessError, LedgerError, StateChangedError, ValidationError } from '../domain/errors';
 import { toView } from '../domain/operation';
-import { assertOperationId, parseIdempotencyKey } from '../domain/operation-id';
+import { parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
 import { decideApproval } from '../engine/approval';
 import { getOperation, listUnresolved } from '../engine/read-operations';
 import { passLogFields, reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { submitOperation } from '../engine/submit-operation';
-import type { SubmitResult } from '../engine/submit-result';
 import { logger } from '../observability/logger';
 import { describeTools } from '../tools/describe';
 import type { ToolDescription } from '../tools/registry';
-import { ApprovalBody, parseBody, ReconciliationBody, ResolutionBody, SubmitBody } from './bodies';
+import {
+  ApprovalBody,
+  CALLER_ONLY_FIELDS,
+  parseBody,
+  ReconciliationBody,
+  ResolutionBody,
+  SubmitBody,
+} from './bodies';
+import { heartbeat, outcome, submitCaller, verdict } from './caller-routes';
 import type { Role } from './identity';
-import { problemResponse } from './problem';
-import { type ApiResponse, operationLocation, operationResponse, respond } from './responses';
+import { operationIdParam, stateChanged, submitResponse } from './operation-answers';
+import { type ApiResponse, operationResponse, respond } from './responses';
 import type { RouteContext } from './route-context';
 import type { RouteSpec } from './router';
 
@@ -48,6 +49,9 @@ const HANDLERS: Readonly<Record<RouteId, (ctx: RouteContext) => Promise<ApiRespo
   read,
   approve,
   resolve,
+  lease: heartbeat,
+  outcome,
+  verdict,
   reconcile: reconcileNow,
   tools,
   mcp,
@@ -76,12 +80,23 @@ async function mcp(context: RouteContext): Promise<ApiResponse> {
   return handleMcp(context);
 }
 
-/** `POST /v1/operations`: run (or replay, or report) one tool call. */
-async function submit({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
+/**
+ * `POST /v1/operations`: run (or replay, or report) one tool call, or, with `"execution": "caller"`,
+ * claim an operation its caller executes (functions/http/caller-routes.ts).
+ */
+async function submit(context: RouteContext): Promise<ApiResponse> {
+  const { deps, req, request, identity } = context;
   request.query([]);
   // The key is checked before the body is read: without an identity there is nothing to validate for.
   const operationId = parseIdempotencyKey(request.headerValues('idempotency-key'));
   const body = parseBody(SubmitBody, request.jsonBody());
+  if (body.execution === 'caller') return submitCaller(context, operationId, body);
+  const callerOnly = CALLER_ONLY_FIELDS.find((field) => body[field] !== undefined);
+  if (callerOnly !== undefined) {
+    throw new ValidationError(`${callerOnly} is only accepted with "execution": "caller"`, [
+      { path: `$.${callerOnly}`, message: 'only with execution caller' },
+    ]);
+  }
   if (!TOOL_NAME_PATTERN.test(body.tool)) {
     // Not a name any tool can have; refusing here keeps caller text out of the problem detail.
     throw new LedgerError('tool_unknown', 'no tool of that name is registered');
@@ -99,44 +114,7 @@ async function submit({ deps, req, request, identity }: RouteContext): Promise<A
   return submitResponse(result, req.requestId, async);
 }
 
-/** The status table of the contract's §5 for a submission that reached the ledger. */
-export function submitResponse(result: SubmitResult, requestId: string, askedAsync = false): ApiResponse {
-  const { record } = result;
-  const location = operationLocation(record.operation_id);
-  switch (result.kind) {
-    case 'completed':
-      return operationResponse(
-        201,
-        record,
-        { replayed: result.replayed },
-        {
-          Location: location,
-          ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}),
-        },
-      );
-    case 'retryable':
-      return operationResponse(503, record, {}, { 'Retry-After': String(result.retryAfterSeconds) });
-    case 'in_progress':
-      return problemResponse(
-        new LedgerError('operation_in_progress', 'a worker is running this operation now; retry later'),
-        requestId,
-        { state: record.state, operation: toView(record) },
-        { 'Retry-After': String(result.retryAfterSeconds) },
-      );
-    case 'accepted':
-      return operationResponse(
-        202,
-        record,
-        { replayed: result.replayed },
-        {
-          Location: location,
-          'Retry-After': String(result.retryAfterSeconds),
-          ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}),
-          ...(askedAsync ? { 'Preference-Applied': 'respond-async' } : {}),
-        },
-      );
-  }
-}
+export { operationIdParam, submitResponse };
 
 /** `GET /v1/operations/{id}[?include=arguments,history]`. */
 async function read({ deps, req, request, identity, params }: RouteContext): Promise<ApiResponse> {
@@ -258,32 +236,6 @@ async function tools({ deps, request }: RouteContext): Promise<ApiResponse> {
     described.set(deps.tools, list);
   }
   return respond(200, { tools: list });
-}
-
-/**
- * A 409 `state_changed` with the record as it now stands, so the caller sees what happened instead of
- * having to ask. If the record cannot be read, the problem goes out without it.
- */
-async function stateChanged(ctx: RouteContext, operationId: string, error: StateChangedError) {
-  let operation: unknown;
-  try {
-    operation = toView(await getOperation(ctx.deps, ctx.req, ctx.identity.tenant, operationId));
-  } catch {
-    operation = undefined;
-  }
-  return problemResponse(error, ctx.req.requestId, operation === undefined ? {} : { operation });
-}
-
-/** Decodes the operation ID captured from a path (one percent-encoded segment) and validates it. */
-export function operationIdParam(raw: string | undefined): string {
-  let id: string;
-  try {
-    id = decodeURIComponent(raw ?? '');
-  } catch {
-    throw new OperationIdError('idempotency_key_invalid', 'the operation ID in the path is not valid');
-  }
-  assertOperationId(id);
-  return id;
 }
 
 function parseInclude(raw: string | undefined): { arguments: boolean; history: boolean } {

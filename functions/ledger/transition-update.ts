@@ -86,6 +86,9 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
   if (expect.leaseExpiredBefore !== undefined) {
     condition += ` AND ${x.name('lease_expires_at')}<${x.value(expect.leaseExpiredBefore)}`;
   }
+  if (expect.leaseLiveAfter !== undefined) {
+    condition += ` AND ${x.name('lease_expires_at')}>${x.value(expect.leaseLiveAfter)}`;
+  }
   if (expect.reconcileChecks !== undefined) {
     const checks = x.name('reconcile_checks');
     const value = x.value(expect.reconcileChecks);

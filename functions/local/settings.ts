@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { loadConfig } from '../config';
+import { type LedgerConfig, loadConfig } from '../config';
 import {
   DEV_TOKENS,
   LOCAL_WEBHOOK_ALLOW,
@@ -148,12 +148,14 @@ export function loadLocalSettings(
     );
   }
   // The handlers read the same variables at their cold start: whatever they would refuse, refuse now.
+  let callerTools: LedgerConfig['callerTools'];
   try {
-    loadConfig(env);
+    callerTools = loadConfig(env).callerTools;
     new BearerTokenAuthenticator(tokensSpec);
   } catch (error) {
     throw new LocalSettingsError(error instanceof Error ? error.message : String(error));
   }
+  checkCallerToolTenants(callerTools, tokens);
   return {
     port: port(env, SETTINGS.port.name, SETTINGS.port.default),
     dataDir,
@@ -225,6 +227,21 @@ function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
     if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
     throw error;
   }
+}
+
+/**
+ * `TOOL_LEDGER_CALLER_TOOLS` entries for one tenant must name a tenant of the tokens: an entry for a
+ * tenant nobody can act for is a typo that would otherwise leave the intended tenant refused.
+ */
+function checkCallerToolTenants(rules: LedgerConfig['callerTools'], tokens: LocalToken[]): void {
+  const tenants = new Set(tokens.map((token) => token.tenant));
+  rules?.forEach((rule, index) => {
+    if (rule.tenant !== undefined && !tenants.has(rule.tenant)) {
+      throw new LocalSettingsError(
+        `${SETTINGS.callerTools.name} entry ${index + 1}: tenant "${rule.tenant}" has no token in ${SETTINGS.tokens.name}`,
+      );
+    }
+  });
 }
 
 /**

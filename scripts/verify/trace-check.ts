@@ -91,7 +91,10 @@ const RECONCILER_CODES = new Set([
   'no_reconcile',
   'reconcile_unknown',
   'tool_unregistered',
+  'no_caller_verdict',
 ]);
+/** A caller's verdict on an uncertain attempt of an operation it executes (`caller_verdict`). */
+const CALLER_CODES = new Set(['verdict_applied', 'verdict_not_applied']);
 
 /**
  * Where a decision with this outcome code may take the record. The table lets the reconciler move an
@@ -107,6 +110,9 @@ const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
   no_reconcile: ['needs_reconciliation'],
   reconcile_unknown: ['needs_reconciliation'],
   tool_unregistered: ['needs_reconciliation'],
+  no_caller_verdict: ['needs_reconciliation'],
+  verdict_applied: ['succeeded'],
+  verdict_not_applied: ['failed_retryable'],
   approval_expired: ['rejected'],
   approved: ['queued'],
   approval_rejected: ['rejected'],
@@ -139,6 +145,7 @@ export function writersOf(code: string | null): readonly Actor[] {
   if (APPROVER_CODES.has(code)) return ['approver'];
   if (OPERATOR_CODES.has(code)) return ['operator'];
   if (RECONCILER_CODES.has(code)) return ['reconciler'];
+  if (CALLER_CODES.has(code)) return ['caller'];
   // A sanitizer that throws gives `sanitize_failed` both to an owner's commit and to a reconcile.
   if (code === 'sanitize_failed') return ['owner', 'late_owner', 'reconciler'];
   return ['owner', 'late_owner'];
