@@ -50,6 +50,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
       name in owned ||
       name === SETTINGS.iamTenants.name ||
       name === SETTINGS.iamTenantsFile.name ||
+      name === SETTINGS.callerTools.name ||
       name === SETTINGS.queueTenants.name
     ) {
       throw new ToolLedgerConfigError([
@@ -70,6 +71,8 @@ export function apiEnvironment(scope: Construct, settings: LedgerSettings): Reco
   return {
     [SETTINGS.iamTenantsFile.name]: TENANTS_FILE_PATH,
     [SETTINGS.iamTenants.name]: Stack.of(scope).toJsonString(deployTime),
+    // Which caller tool names each tenant may declare (the contract, §14); only the API reads it.
+    ...(settings.callerTools === undefined ? {} : { [SETTINGS.callerTools.name]: settings.callerTools }),
   };
 }
 

@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { SETTINGS } from '../functions/contract/environment';
 import { TENANT_PATTERN } from '../functions/contract/table';
+import { callerToolRuleProblem, formatCallerTools } from '../functions/domain/caller-tools';
 import { TOOL_NAME_PATTERN } from '../functions/domain/tool';
 import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
@@ -79,6 +80,8 @@ export interface LedgerSettings {
   webhookIdempotentOrigins: string[];
   /** `TOOL_LEDGER_MCP_UPSTREAMS` as the handlers read it ('' for none). */
   mcpUpstreams: string;
+  /** `TOOL_LEDGER_CALLER_TOOLS` as the API reads it (undefined: any name, nothing forced). */
+  callerTools: string | undefined;
   environment: Record<string, string>;
   memorySize: number;
   removalPolicy: RemovalPolicy;
@@ -180,6 +183,7 @@ export function resolveSettings(
     webhookAllow,
     webhookIdempotentOrigins,
     mcpUpstreams: resolveMcpUpstreams(props, problems),
+    callerTools: resolveCallerTools(props, tenants, problems),
     environment: { ...props.environment },
     memorySize: props.memorySize ?? 512,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
@@ -230,6 +234,43 @@ export function resolveSettings(
   }
   if (problems.length > 0) throw new ToolLedgerConfigError(problems);
   return settings;
+}
+
+/**
+ * The caller-tool rules in the API's format, each checked as the API checks its setting, and each
+ * tenant named one of `tenants` (a rule for a tenant nobody is bound to is a typo that would leave the
+ * intended tenant refused).
+ */
+function resolveCallerTools(
+  props: ToolLedgerProps,
+  tenants: Record<string, ResolvedTenant>,
+  problems: string[],
+): string | undefined {
+  const rules = props.callerTools;
+  if (rules === undefined) return undefined;
+  if (rules.length === 0) {
+    problems.push(
+      'callerTools is empty, which would allow every name: leave it out to allow any name, or list the patterns to allow.',
+    );
+    return undefined;
+  }
+  const resolved = rules.map((rule, index) => {
+    const out = {
+      pattern: rule.pattern,
+      requiresApproval: rule.requiresApproval ?? false,
+      ...(rule.tenant === undefined ? {} : { tenant: rule.tenant }),
+      ...(rule.maxAttempts === undefined ? {} : { maxAttempts: rule.maxAttempts }),
+    };
+    const problem = callerToolRuleProblem(out);
+    if (problem !== undefined) problems.push(`callerTools[${index}] (${rule.pattern}): ${problem}.`);
+    if (rule.tenant !== undefined && !(rule.tenant in tenants)) {
+      problems.push(
+        `callerTools[${index}] names tenant "${rule.tenant}", which is not in tenants: add it to tenants or fix the name.`,
+      );
+    }
+    return out;
+  });
+  return formatCallerTools(resolved);
 }
 
 /** The gateway's upstreams in the handlers' format; https only, since they are called from Lambda over the internet. */

@@ -43,6 +43,25 @@ export interface McpUpstreamProps {
 }
 
 /**
+ * One rule of {@link ToolLedgerProps.callerTools}: which tool names may be declared for operations
+ * their caller executes, by whom, and what policy is forced on them.
+ */
+export interface CallerToolRuleProps {
+  /** A tool name in which `*` stands for any run of name characters, e.g. `crm.*` or `*.delete`. */
+  readonly pattern: string;
+  /** Only this tenant (a key of `tenants`). @default every tenant */
+  readonly tenant?: string;
+  /**
+   * Every matching operation is reserved `awaiting_approval` (a request may ask for approval anyway,
+   * never for less).
+   * @default false
+   */
+  readonly requiresApproval?: boolean;
+  /** Cap of `max_attempts` for matching operations, 1 to 10 (the least cap of all matching rules wins). @default no cap */
+  readonly maxAttempts?: number;
+}
+
+/**
  * Everything a deployment can change. With no props at all, the construct is a complete, secure
  * deployment of the shipped tools for no tenants; bind tenants to IAM principals to let anyone in.
  */
@@ -177,6 +196,15 @@ export interface ToolLedgerProps {
    * @default none
    */
   readonly mcpUpstreams?: readonly McpUpstreamProps[];
+  /**
+   * Which tool names tenants may declare for operations they execute themselves (`"execution":
+   * "caller"` on `POST /v1/operations`), and the policy forced on them (`TOOL_LEDGER_CALLER_TOOLS`):
+   * a name is allowed when a rule for every tenant or for the caller's tenant matches it; matching
+   * rules can force approval and cap the attempts. Names of the deployment's own tools are always
+   * refused for caller execution.
+   * @default any name, nothing forced
+   */
+  readonly callerTools?: readonly CallerToolRuleProps[];
   /**
    * Extra environment variables for every handler, for a custom tools module's own settings. Names the
    * construct sets are refused.

@@ -70,30 +70,48 @@ export function parseCallerTools(spec: string | undefined, where: string): Calle
     const bad = (why: string) => new CallerToolsError(`${where} entry ${index + 1} (${entry}): ${why}`);
     if (entry === '') throw bad('is empty');
     const slash = entry.indexOf('/');
-    const tenant = slash < 0 ? undefined : entry.slice(0, slash);
     const [pattern = '', ...options] = entry.slice(slash + 1).split(':');
-    if (tenant !== undefined && !TENANT_PATTERN.test(tenant)) {
-      throw bad(`the tenant must match ${TENANT_PATTERN.source}`);
-    }
-    if (!PATTERN.test(pattern)) {
-      throw bad(
-        'the pattern must be a tool name ([a-z][a-z0-9_.-]{0,63}) in which * stands for any characters',
-      );
-    }
     const rule: CallerToolRule = { pattern, requiresApproval: false };
-    if (tenant !== undefined) rule.tenant = tenant;
+    if (slash >= 0) rule.tenant = entry.slice(0, slash);
     for (const option of options) {
-      const cap = /^max_attempts=(\d{1,2})$/.exec(option);
+      const cap = /^max_attempts=(\d{1,9})$/.exec(option);
       if (option === 'approval') rule.requiresApproval = true;
-      else if (cap && Number(cap[1]) >= CALLER_MAX_ATTEMPTS.min && Number(cap[1]) <= CALLER_MAX_ATTEMPTS.max)
-        rule.maxAttempts = Number(cap[1]);
-      else if (cap || option.startsWith('max_attempts='))
+      else if (cap) rule.maxAttempts = Number(cap[1]);
+      else if (option.startsWith('max_attempts='))
         throw bad(`max_attempts must be ${CALLER_MAX_ATTEMPTS.min} to ${CALLER_MAX_ATTEMPTS.max}`);
       else throw bad(`unknown option "${option}" (options: approval, max_attempts=N)`);
     }
+    const problem = callerToolRuleProblem(rule);
+    if (problem !== undefined) throw bad(problem);
     rules.push(rule);
   });
   return rules;
+}
+
+/**
+ * What is wrong with a rule, or undefined: its tenant, its pattern, its cap. The construct checks its
+ * `callerTools` prop with it at synth, so both sides refuse the same rules.
+ *
+ * @example
+ * ```ts
+ * callerToolRuleProblem({ pattern: 'Pay.*', requiresApproval: false }); // 'the pattern must be …'
+ * ```
+ */
+export function callerToolRuleProblem(rule: CallerToolRule): string | undefined {
+  if (rule.tenant !== undefined && !TENANT_PATTERN.test(rule.tenant)) {
+    return `the tenant must match ${TENANT_PATTERN.source}`;
+  }
+  if (!PATTERN.test(rule.pattern)) {
+    return 'the pattern must be a tool name ([a-z][a-z0-9_.-]{0,63}) in which * stands for any characters';
+  }
+  const cap = rule.maxAttempts;
+  if (
+    cap !== undefined &&
+    (!Number.isSafeInteger(cap) || cap < CALLER_MAX_ATTEMPTS.min || cap > CALLER_MAX_ATTEMPTS.max)
+  ) {
+    return `max_attempts must be ${CALLER_MAX_ATTEMPTS.min} to ${CALLER_MAX_ATTEMPTS.max}`;
+  }
+  return undefined;
 }
 
 /**

@@ -67,6 +67,9 @@ describe('API resource policy', () => {
     expect(routesFor(statements, role('acme-agent'))).toEqual([
       'POST /v1/operations',
       'GET /v1/operations/{id}',
+      'POST /v1/operations/{id}/lease',
+      'POST /v1/operations/{id}/outcome',
+      'POST /v1/operations/{id}/reconciliation',
       'GET /v1/tools',
       'POST /mcp',
     ]);
@@ -101,6 +104,9 @@ describe('API resource policy', () => {
     expect(routesFor(statements, partner)).toEqual([
       'POST /v1/operations',
       'GET /v1/operations/{id}',
+      'POST /v1/operations/{id}/lease',
+      'POST /v1/operations/{id}/outcome',
+      'POST /v1/operations/{id}/reconciliation',
       'GET /v1/tools',
       'POST /mcp',
     ]);

@@ -118,6 +118,9 @@ describe('the routes', () => {
       '/v1/operations/{id}',
       '/v1/operations/{id}/approval',
       '/v1/operations/{id}/resolution',
+      '/v1/operations/{id}/lease',
+      '/v1/operations/{id}/outcome',
+      '/v1/operations/{id}/reconciliation',
       '/v1/reconciliations',
       '/v1/tools',
       '/mcp',
@@ -128,5 +131,6 @@ describe('the routes', () => {
   it('encode an operation ID as one path segment', () => {
     expect(operationPath('run/42?x#y%')).toBe('/v1/operations/run%2F42%3Fx%23y%25');
     expect(operationPath('run-1', 'resolution')).toBe('/v1/operations/run-1/resolution');
+    expect(operationPath('run/1', 'outcome')).toBe('/v1/operations/run%2F1/outcome');
   });
 });

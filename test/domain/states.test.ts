@@ -34,6 +34,20 @@ describe('the state machine', () => {
     expect(STATES.filter((s) => !reached.has(s))).toEqual([]);
   });
 
+  it('a caller’s heartbeat keeps pending, and a caller’s verdict never fails an operation terminally', () => {
+    expect(() => assertTransitions('extend_lease', ['pending'])).not.toThrow();
+    expect(() => assertTransitions('extend_lease', ['uncertain'])).toThrow();
+    expect(() => assertTransition('extend_lease', ['pending'], 'uncertain')).toThrow();
+    expect(() => assertTransition('caller_verdict', ['uncertain'], 'succeeded')).not.toThrow();
+    expect(() =>
+      assertTransition('caller_verdict', ['needs_reconciliation'], 'failed_retryable'),
+    ).not.toThrow();
+    expect(() => assertTransition('caller_verdict', ['uncertain'], 'failed_terminal')).toThrow();
+    expect(() => assertTransition('caller_verdict', ['pending'], 'succeeded')).toThrow();
+    expect(() => assertTransition('caller_verdict', ['failed_retryable'], 'succeeded')).toThrow();
+    expect(TRANSITIONS.caller_verdict.actors).toEqual(['caller']);
+  });
+
   it('refuses undocumented moves', () => {
     expect(() => assertTransition('claim', ['succeeded'], 'pending')).toThrow();
     expect(() => assertTransition('record_outcome', ['pending'], 'queued')).toThrow();

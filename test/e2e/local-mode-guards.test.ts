@@ -220,6 +220,10 @@ describe('settings are validated at start', () => {
     [{ TOOL_LEDGER_LEASE_GRACE_MS: '5s' }, 'TOOL_LEDGER_LEASE_GRACE_MS=5s: must be a non-negative integer'],
     [{ TOOL_LEDGER_LOG_FORMAT: 'xml' }, 'TOOL_LEDGER_LOG_FORMAT=xml: must be json or pretty'],
     [
+      { TOOL_LEDGER_CALLER_TOOLS: 'crm.*,pay.*:max_attempts=20' },
+      'TOOL_LEDGER_CALLER_TOOLS entry 2 (pay.*:max_attempts=20): max_attempts must be 1 to 10',
+    ],
+    [
       { TOOL_LEDGER_WEBHOOK_ALLOW: 'http://127.0.0.1,ftp://files.example' },
       'TOOL_LEDGER_WEBHOOK_ALLOW entry 2 (ftp://files.example): an allowed origin must use http or https',
     ],

@@ -67,6 +67,17 @@ describe('local settings', () => {
     expect(loadLocalSettings({ TOOL_LEDGER_WEBHOOK_ALLOW: list }, false).webhookAllow).toBe(list);
   });
 
+  it('names a malformed caller-tools entry, and an entry for a tenant no token names', () => {
+    expect(refusal({ TOOL_LEDGER_CALLER_TOOLS: 'crm.*,pay.*:aproval' })).toBe(
+      'TOOL_LEDGER_CALLER_TOOLS entry 2 (pay.*:aproval): unknown option "aproval" (options: approval, max_attempts=N)',
+    );
+    expect(refusal({ TOOL_LEDGER_CALLER_TOOLS: 'acme/crm.*' })).toBe(
+      'TOOL_LEDGER_CALLER_TOOLS entry 1: tenant "acme" has no token in TOOL_LEDGER_TOKENS',
+    );
+    const ok = { TOOL_LEDGER_TOKENS: 't=acme:agent', TOOL_LEDGER_CALLER_TOOLS: 'acme/crm.*:approval' };
+    expect(loadLocalSettings(ok, false).tenants).toEqual(['acme']);
+  });
+
   it('reads the log format, pretty on a terminal and json otherwise by default', () => {
     expect(loadLocalSettings({}, true).logFormat).toBe('pretty');
     expect(loadLocalSettings({}, false).logFormat).toBe('json');

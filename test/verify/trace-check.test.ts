@@ -123,6 +123,40 @@ describe('the trace checker replays transition lines against the model', () => {
     );
   });
 
+  it('reads the lines of an operation its caller executes: claims, a caller’s outcome codes, verdicts, the missing verdict', () => {
+    expect(writersOf('verdict_applied')).toEqual(['caller']);
+    expect(movesOf('verdict_not_applied')).toEqual(['caller_verdict']);
+    expect(writersOf('caller.card_declined')).toEqual(['owner', 'late_owner']);
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'caller.timeout'),
+      line('uncertain', 'failed_retryable', 1, 'verdict_not_applied'),
+      line('failed_retryable', 'pending', 2),
+      line('pending', 'uncertain', 2, 'lease_expired'),
+      line('uncertain', 'needs_reconciliation', 2, 'no_caller_verdict'),
+      line('needs_reconciliation', 'succeeded', 2, 'verdict_applied'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+  });
+
+  it('rejects a caller’s verdict that fails an operation terminally, or lands on a pending one', () => {
+    const terminal = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_terminal', 1, 'verdict_not_applied'),
+    ]);
+    expect(terminal.rejected).toHaveLength(1);
+    expect(terminal.rejected[0]?.reason).toMatch(/no transition of caller/);
+    const early = checkTrace([line(null, 'pending', 1), line('pending', 'succeeded', 1, 'verdict_applied')]);
+    expect(early.rejected).toHaveLength(1);
+    const escalated = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'no_caller_verdict'),
+    ]);
+    expect(escalated.rejected[0]?.reason).toMatch(/no_caller_verdict never ends in failed_retryable/);
+  });
+
   it('keeps operations apart by trace key', () => {
     const a = { ...line(null, 'pending', 1), trace_key: 't#a#op-1' };
     const b = { ...line(null, 'pending', 1), trace_key: 't#b#op-1' };
