@@ -36,6 +36,27 @@ export function isTerminalState(state: OperationState): boolean {
   return TERMINAL_STATES.has(state);
 }
 
+/**
+ * What a call came to, for code that branches on it. Mind `failed`: the API answers a terminal failure
+ * with 201 (the operation is settled), so a status check or `res.ok` would read it as a success.
+ *
+ * | outcome | states | HTTP |
+ * | --- | --- | --- |
+ * | `succeeded` | `succeeded` | 201 |
+ * | `failed` | `failed_terminal` | 201 |
+ * | `rejected` | `rejected` (approval denied or expired) | 201 |
+ * | `not_settled` | every other state: queued, waiting for approval, uncertain, with an operator | 202 |
+ */
+export type CallResultKind = 'succeeded' | 'failed' | 'rejected' | 'not_settled';
+
+/** The {@link CallResultKind} of an operation's state. */
+export function callResultKind(state: OperationState): CallResultKind {
+  if (state === 'succeeded') return 'succeeded';
+  if (state === 'failed_terminal') return 'failed';
+  if (state === 'rejected') return 'rejected';
+  return 'not_settled';
+}
+
 /** A stored error: a stable code and a message without argument values. */
 export interface OperationErrorView {
   code: string;
@@ -64,10 +85,30 @@ export interface Operation {
   resolved_by?: string;
   reconciled?: boolean;
   lease_expires_at?: string;
+  /** Who runs the effect: the deployment (`ledger`, the default, absent in older servers) or the caller. */
+  execution?: 'ledger' | 'caller';
+  /**
+   * The key targets dedupe on (caller-executed operations): the same for every attempt of this
+   * operation, new for a later operation that reuses the ID after the record expired.
+   */
+  downstream_key?: string;
   /** Present while a person must act: an operator (`needs_reconciliation`) or an approver. */
   action_required?: 'operator_resolution' | 'approval';
   arguments?: unknown;
   [extra: string]: unknown;
+}
+
+/**
+ * The claim on a caller-executed operation (`POST /v1/operations` with `execution: "caller"`, answered
+ * 200): the right to run one attempt until `lease_expires_at`. The token is a secret of the claimant:
+ * it is what heartbeats and the outcome are checked against, and the ledger shows it nowhere else.
+ */
+export interface Claim {
+  token: string;
+  attempt: number;
+  /** ISO 8601, the ledger's clock. */
+  lease_expires_at: string;
+  downstream_key: string;
 }
 
 /** A tool as published at `GET /v1/tools`. */

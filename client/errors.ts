@@ -151,3 +151,76 @@ export class UnexpectedResponseError extends ToolLedgerError {
     this.status = status;
   }
 }
+
+/**
+ * The reason `ctx.signal` aborts when `run` loses the claim while `execute` is still running:
+ * `claim_lost` when a heartbeat was refused (the lease ended, an operator or the reconciler moved the
+ * operation on), `lease_expired` when no heartbeat got an answer before the lease ran out. Either way
+ * the effect must stop: the ledger may let another attempt run once the lease is gone. Whatever
+ * `execute` then returns or throws is still sent as this attempt's outcome, which the ledger keeps
+ * when the attempt is still the operation's, and stores as a late outcome for operators otherwise.
+ *
+ * @example
+ * ```ts
+ * execute: async (ctx) => {
+ *   await upload(part, { signal: ctx.signal });
+ *   if (ctx.signal.aborted) throw ctx.signal.reason; // ClaimLostError: recorded as uncertain
+ * }
+ * ```
+ */
+export class ClaimLostError extends ToolLedgerError {
+  /** The operation whose claim was lost. */
+  readonly operationId: string;
+  /** The attempt that held it. */
+  readonly attempt: number;
+
+  constructor(code: 'claim_lost' | 'lease_expired', operationId: string, attempt: number, cause?: unknown) {
+    super(
+      code,
+      code === 'claim_lost'
+        ? `the claim on attempt ${attempt} was lost: the ledger refused its heartbeat`
+        : `the claim on attempt ${attempt} expired: no heartbeat was answered in time`,
+      { cause },
+    );
+    this.name = 'ClaimLostError';
+    this.operationId = operationId;
+    this.attempt = attempt;
+  }
+}
+
+/**
+ * `run` finished `execute` but could not record the outcome before its deadline (the ledger did not
+ * answer). The effect may have happened. Nothing is lost for good: the claim's lease runs out, the
+ * reconciler marks the attempt `uncertain`, and the next `run` with the same operation ID calls your
+ * `reconcile` (or an operator decides). Never repeat the action under a new operation ID.
+ *
+ * @example
+ * ```ts
+ * catch (e) { if (e instanceof OutcomeNotRecordedError) log(e.operationId, e.attempt, e.outcome); }
+ * ```
+ */
+export class OutcomeNotRecordedError extends ToolLedgerError {
+  /** The operation whose outcome is unrecorded. */
+  readonly operationId: string;
+  /** The attempt that ran. */
+  readonly attempt: number;
+  /** What the attempt came to, as `run` classified it. */
+  readonly outcome: 'succeeded' | 'failed_terminal' | 'failed_retryable' | 'uncertain';
+
+  constructor(info: {
+    operationId: string;
+    attempt: number;
+    outcome: OutcomeNotRecordedError['outcome'];
+    cause?: unknown;
+  }) {
+    super(
+      'outcome_not_recorded',
+      `attempt ${info.attempt} ran (${info.outcome}) but the ledger did not answer in time to record it`,
+      { cause: info.cause },
+    );
+    this.name = 'OutcomeNotRecordedError';
+    this.operationId = info.operationId;
+    this.attempt = info.attempt;
+    this.outcome = info.outcome;
+  }
+}

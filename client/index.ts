@@ -1,6 +1,7 @@
 /**
- * The agent-side client of tool-ledger: the HTTP client, the queue sender, stable operation IDs, and
- * adapters between model tool calls and the ledger, and an MCP client helper.
+ * The agent-side client of tool-ledger: the HTTP client, `run` for effects that run in the agent's own
+ * process, the queue sender, stable operation IDs, and adapters between model tool calls and the
+ * ledger, and an MCP client helper.
  */
 
 export type {
@@ -31,9 +32,10 @@ export {
   toChatCompletionTools,
   toResponsesTools,
 } from './adapters/openai';
-export type { ToolResultEnvelope } from './adapters/result-envelope';
+export type { ModelToolResult, ToolResultEnvelope } from './adapters/result-envelope';
 export {
   AWAITING_APPROVAL_NOTE,
+  modelResultForError,
   NO_ANSWER_NOTE,
   NOT_SETTLED_NOTE,
   REPLAY_FAILURE_NOTE,
@@ -41,23 +43,29 @@ export {
 } from './adapters/result-envelope';
 export type { ModelToolCall, ToolCallContext, ToolCaller, ToolCallResult } from './adapters/run-tool-calls';
 export { runToolCalls } from './adapters/run-tool-calls';
-export type { Operation, OperationPage, OperationState, Problem, ToolDescription } from './api-types';
+export type { Claim, Operation, OperationPage, OperationState, Problem, ToolDescription } from './api-types';
 export { isTerminalState, TERMINAL_STATES } from './api-types';
 export type { BackoffPolicy } from './backoff';
 export { backoffDelay, DEFAULT_BACKOFF, parseRetryAfter } from './backoff';
+export type { ReconcileVerdict, RunContext, RunInput, RunOutcome, RunWaitOptions } from './caller-run';
+export { MAX_RESULT_BYTES } from './caller-run';
 export type { Clock, RandomSource } from './clock';
 export { systemClock } from './clock';
 export {
+  ClaimLostError,
   DeadlineExceededError,
   IdempotencyConflictError,
   InvalidOperationIdError,
+  OutcomeNotRecordedError,
   ToolLedgerError,
   ToolLedgerRequestError,
   UnexpectedResponseError,
   WaitTimeoutError,
 } from './errors';
 export type { OperationPosition } from './operation-id';
-export { assertOperationId, formatIdempotencyKey, operationIdFor } from './operation-id';
+export { assertOperationId, formatIdempotencyKey, operationIdFor, operationIdFrom } from './operation-id';
+export type { OutcomeKind } from './outcome-errors';
+export { NotAppliedError, outcomeKindOf, TerminalToolError, UncertainOutcomeError } from './outcome-errors';
 export type { RequestSigner, SignableRequest } from './signer';
 export { bearerToken } from './signer';
 export type {

@@ -142,3 +142,49 @@ function encodePart(value: string, name: string): string {
     throw error;
   }
 }
+
+/**
+ * A stable operation ID from a position a framework or workflow engine already keeps durable: a
+ * workflow execution and a step name (`['exec-7f3a', 'charge-card']`), a thread and a checkpointed
+ * node, a job and an item number. Use it where the position is not "step and call index of a model
+ * response" (for that, {@link operationIdFor}); the same rules hold: the parts must come from state
+ * that survives a retry, a restart and a replay, never from a value minted per attempt (a provider's
+ * `tool_call_id`, a timestamp, a random UUID).
+ *
+ * Format (frozen): each part percent-encoded (`encodeURIComponent`), joined with `/`. `/` never
+ * survives encoding and {@link operationIdFor} never uses it, so the two helpers' IDs never collide
+ * and different part lists give different IDs (a number and its decimal string name the same part).
+ * Results over 255 characters keep a 180-character
+ * readable prefix and end with `~` and the base64url SHA-256 of the full form.
+ *
+ * @throws TypeError for fewer than two parts, an empty part, a negative or fractional number, or a
+ * lone surrogate.
+ * @example
+ * ```ts
+ * operationIdFrom(['exec-7f3a', 'charge-card']);           // 'exec-7f3a/charge-card'
+ * operationIdFrom(['arn:aws:lambda:eu-west-1:1:fn', 3]);   // 'arn%3Aaws%3Alambda%3Aeu-west-1%3A1%3Afn/3'
+ * ```
+ */
+export function operationIdFrom(parts: readonly (string | number)[]): string {
+  if (!Array.isArray(parts) || parts.length < 2) {
+    throw new TypeError(
+      'an operation ID needs at least two parts: a durable owner (run, execution) and a position',
+    );
+  }
+  const encoded = parts.map((part, index) => {
+    if (typeof part === 'number') {
+      if (!Number.isSafeInteger(part) || part < 0) {
+        throw new TypeError(`part ${index} must be a non-negative integer or a non-empty string`);
+      }
+      return String(part);
+    }
+    if (typeof part !== 'string' || part.length === 0) {
+      throw new TypeError(`part ${index} must be a non-negative integer or a non-empty string`);
+    }
+    return encodePart(part, `part ${index}`);
+  });
+  const readable = encoded.join('/');
+  if (readable.length <= MAX_OPERATION_ID_LENGTH) return readable;
+  const hash = createHash('sha256').update(readable, 'utf8').digest('base64url');
+  return `${readable.slice(0, READABLE_PREFIX_LENGTH)}~${hash}`;
+}

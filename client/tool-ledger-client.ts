@@ -1,6 +1,14 @@
-import type { Operation, OperationPage, OperationState, Problem, ToolDescription } from './api-types';
-import { TERMINAL_STATES } from './api-types';
+import type {
+  CallResultKind,
+  Operation,
+  OperationPage,
+  OperationState,
+  Problem,
+  ToolDescription,
+} from './api-types';
+import { callResultKind, TERMINAL_STATES } from './api-types';
 import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF, parseRetryAfter } from './backoff';
+import { type RunInput, type RunOutcome, runOperation } from './caller-run';
 import { type Clock, type RandomSource, systemClock } from './clock';
 import {
   DeadlineExceededError,
@@ -12,6 +20,18 @@ import {
 } from './errors';
 import { assertOperationId, formatIdempotencyKey } from './operation-id';
 import type { RequestSigner } from './signer';
+import {
+  isRecord,
+  operationPath,
+  parseJson,
+  parseOperation,
+  type RawResponse,
+  type RequestSpec,
+  type RetryRule,
+} from './wire';
+
+export type { CallResultKind } from './api-types';
+export { callResultKind } from './api-types';
 
 /** Options of {@link ToolLedgerClient}. */
 export interface ToolLedgerClientOptions {
@@ -64,27 +84,6 @@ export interface CallInput {
   signal?: AbortSignal;
 }
 
-/**
- * What a call came to, for code that branches on it. Mind `failed`: the API answers a terminal failure
- * with 201 (the operation is settled), so a status check or `res.ok` would read it as a success.
- *
- * | outcome | states | HTTP |
- * | --- | --- | --- |
- * | `succeeded` | `succeeded` | 201 |
- * | `failed` | `failed_terminal` | 201 |
- * | `rejected` | `rejected` (approval denied or expired) | 201 |
- * | `not_settled` | every other state: queued, waiting for approval, uncertain, with an operator | 202 |
- */
-export type CallResultKind = 'succeeded' | 'failed' | 'rejected' | 'not_settled';
-
-/** The {@link CallResultKind} of an operation's state. */
-export function callResultKind(state: OperationState): CallResultKind {
-  if (state === 'succeeded') return 'succeeded';
-  if (state === 'failed_terminal') return 'failed';
-  if (state === 'rejected') return 'rejected';
-  return 'not_settled';
-}
-
 /** What `call` returns. */
 export interface CallOutcome {
   /** What it came to: `failed` is a terminal failure although the HTTP status was 201. */
@@ -134,27 +133,6 @@ export interface ListOptions {
   state?: OperationState;
   limit?: number;
   cursor?: string;
-}
-
-/** How a route treats answers that a retry might change. */
-type RetryRule = 'operation' | 'plain';
-
-interface RawResponse {
-  status: number;
-  headers: Headers;
-  text: string;
-}
-
-interface RequestSpec {
-  method: 'GET' | 'POST';
-  path: string;
-  query?: Record<string, string | undefined>;
-  headers?: Record<string, string>;
-  body?: string;
-  rule: RetryRule;
-  operationId?: string;
-  deadlineMs?: number;
-  signal?: AbortSignal;
 }
 
 /** Statuses whose answer may differ on a later try; the ledger's keys make re-sending safe. */
@@ -250,6 +228,44 @@ export class ToolLedgerClient {
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.clock.now());
     if (retryAfterMs !== undefined) outcome.retryAfterMs = retryAfterMs;
     return outcome;
+  }
+
+  /**
+   * Runs an effect that lives in your process (a framework's tool, a workflow step, a call to a service
+   * you own) at most once under the ledger: claims the operation, runs `execute(ctx)` with
+   * `ctx.downstreamKey`, `ctx.attempt` and an `AbortSignal`, keeps the claim's lease alive and aborts
+   * the signal if the claim is lost, records how it ended (a throw is classified as tools' throws are:
+   * `TerminalToolError`, `NotAppliedError`, anything else unknown), and returns the outcome. A repeat
+   * with the same ID returns the stored outcome without calling `execute`; an unknown outcome is settled
+   * by your `reconcile`; an operation waiting for approval, for an operator, or claimed elsewhere is
+   * reported (or, with `wait`, waited on) and never executed.
+   *
+   * @throws IdempotencyConflictError (422) when the ID was first used with other arguments; nothing ran.
+   * @throws ToolLedgerRequestError for other refusals; nothing ran.
+   * @throws DeadlineExceededError when the claim got no answer in time (run again with the same ID).
+   * @throws OutcomeNotRecordedError when the effect ran but its outcome got no answer in time.
+   * @example
+   * ```ts
+   * const { outcome, result, model } = await ledger.run({
+   *   operationId: operationIdFor({ agentRunId: 'run-42', step: 3, callIndex: 0 }),
+   *   tool: 'billing.refund',
+   *   arguments: { invoice: 'in_123', cents: 500 },
+   *   execute: (ctx) => stripe.refunds.create({ charge, amount: 500 }, { idempotencyKey: ctx.downstreamKey }),
+   * });
+   * ```
+   */
+  run<T>(input: RunInput<T>): Promise<RunOutcome> {
+    return runOperation(
+      {
+        send: (spec) => this.send(spec),
+        waitFor: (operationId, options) => this.waitFor(operationId, options),
+        clock: this.clock,
+        random: this.random,
+        backoff: this.backoff,
+        deadlineMs: this.deadlineMs,
+      },
+      input,
+    );
   }
 
   /**
@@ -527,10 +543,6 @@ export class ToolLedgerClient {
   }
 }
 
-function operationPath(operationId: string): string {
-  return `/v1/operations/${encodeURIComponent(operationId)}`;
-}
-
 function isRetryable(response: RawResponse, rule: RetryRule): boolean {
   if (RETRYABLE_STATUSES.has(response.status)) return true;
   // On the operations route a 409 means a worker holds a live lease: the answer will change. On the
@@ -621,17 +633,6 @@ function parseProblem(response: RawResponse): Problem {
   return { code: FALLBACK_CODES[response.status] ?? `http_${response.status}`, status: response.status };
 }
 
-function parseJson(response: RawResponse): unknown {
-  try {
-    return JSON.parse(response.text);
-  } catch (error) {
-    throw new UnexpectedResponseError(
-      response.status,
-      `the response body is not JSON (${(error as Error).name})`,
-    );
-  }
-}
-
 /** The operation a retryable answer carries: the body itself (503) or the problem's `operation` (409). */
 function operationIn(response: RawResponse): Operation | undefined {
   let body: unknown;
@@ -646,16 +647,4 @@ function operationIn(response: RawResponse): Operation | undefined {
     typeof candidate.state === 'string'
     ? (candidate as Operation)
     : undefined;
-}
-
-function parseOperation(response: RawResponse): Operation {
-  const body = parseJson(response);
-  if (!isRecord(body) || typeof body.operation_id !== 'string' || typeof body.state !== 'string') {
-    throw new UnexpectedResponseError(response.status, 'the response is not an operation');
-  }
-  return body as Operation;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,4 +1,10 @@
 import type { Operation } from '../api-types';
+import {
+  DeadlineExceededError,
+  IdempotencyConflictError,
+  OutcomeNotRecordedError,
+  ToolLedgerRequestError,
+} from '../errors';
 
 /** Told to the model when the ledger returned a stored success instead of running the action. */
 export const REPLAY_NOTE = 'this action had already been performed; its original result is returned';
@@ -95,4 +101,78 @@ export function envelopeForFailure(
   if (note !== undefined) envelope.note = note;
   envelope.error = error;
   return { envelope, isError: true };
+}
+
+/** What a framework hands its model as a tool's result: the envelope, as text, and whether it is a failure. */
+export interface ModelToolResult extends RenderedResult {
+  /** The envelope as JSON: what the model is sent. */
+  content: string;
+}
+
+/** Adds the text the model reads to a rendered envelope. */
+export function toModelToolResult(rendered: RenderedResult): ModelToolResult {
+  return { ...rendered, content: JSON.stringify(rendered.envelope) };
+}
+
+/**
+ * What the model is told about an error the ledger reported instead of an outcome: a conflict (422),
+ * another refusal (4xx, with validation `issues`), no answer in time, an outcome that could not be
+ * recorded. Returns `undefined` for anything else (a setup error such as missing credentials, or the
+ * caller's own abort), which should be thrown, not shown to the model.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   return (await ledger.run(input)).model.content;
+ * } catch (error) {
+ *   const told = modelResultForError(input.operationId, error);
+ *   if (!told) throw error;
+ *   return told.content;
+ * }
+ * ```
+ */
+export function modelResultForError(operationId: string, error: unknown): ModelToolResult | undefined {
+  const rendered = renderLedgerError(operationId, error);
+  return rendered && toModelToolResult(rendered);
+}
+
+/** The envelope for an error the ledger reported about a call, or `undefined` when it is not one. */
+export function renderLedgerError(operationId: string, error: unknown): RenderedResult | undefined {
+  if (error instanceof IdempotencyConflictError) {
+    return envelopeForFailure(operationId, 'conflict', {
+      code: error.code,
+      message: 'this call was already made at this step with different arguments; nothing ran',
+    });
+  }
+  if (error instanceof ToolLedgerRequestError) {
+    const detail: NonNullable<ToolResultEnvelope['error']> = {
+      code: error.code,
+      // `detail` carries the domain's message, which never contains argument values (the tool-ledger
+      // contract, §5).
+      message: firstString(error.problem.detail, error.problem.title) ?? 'the tool ledger refused the call',
+    };
+    if (error.problem.issues !== undefined) detail.issues = error.problem.issues;
+    return envelopeForFailure(operationId, 'refused', detail);
+  }
+  if (error instanceof DeadlineExceededError) {
+    return envelopeForFailure(
+      operationId,
+      'no_answer',
+      { code: error.code, message: 'no answer before the deadline' },
+      NO_ANSWER_NOTE,
+    );
+  }
+  if (error instanceof OutcomeNotRecordedError) {
+    return envelopeForFailure(
+      operationId,
+      'no_answer',
+      { code: error.code, message: 'the action ran but its outcome could not be recorded in time' },
+      NO_ANSWER_NOTE,
+    );
+  }
+  return undefined;
+}
+
+function firstString(...values: unknown[]): string | undefined {
+  return values.find((value): value is string => typeof value === 'string' && value.length > 0);
 }

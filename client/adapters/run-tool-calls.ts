@@ -1,20 +1,14 @@
 import type { Operation, OperationState } from '../api-types';
 import { isTerminalState } from '../api-types';
-import {
-  DeadlineExceededError,
-  IdempotencyConflictError,
-  ToolLedgerRequestError,
-  WaitTimeoutError,
-} from '../errors';
+import { WaitTimeoutError } from '../errors';
 import { operationIdFor } from '../operation-id';
 import type { ToolLedgerClient } from '../tool-ledger-client';
 import type { ToolNameMap } from './model-tools';
 import {
   envelopeForFailure,
   envelopeForOperation,
-  NO_ANSWER_NOTE,
   type RenderedResult,
-  type ToolResultEnvelope,
+  renderLedgerError,
 } from './result-envelope';
 
 /** A tool call as every provider's adapter hands it over: position is its index in the list. */
@@ -150,42 +144,10 @@ async function runToolCall(
     }
     return finish({ ...base, operation }, envelopeForOperation(operation, outcome.replayed));
   } catch (error) {
-    const rendered = renderError(operationId, error);
+    const rendered = renderLedgerError(operationId, error);
     if (!rendered) throw error;
     return finish(operation ? { ...base, operation } : base, rendered);
   }
-}
-
-function renderError(operationId: string, error: unknown): RenderedResult | undefined {
-  if (error instanceof IdempotencyConflictError) {
-    return envelopeForFailure(operationId, 'conflict', {
-      code: error.code,
-      message: 'this call was already made at this step with different arguments; nothing ran',
-    });
-  }
-  if (error instanceof ToolLedgerRequestError) {
-    const detail: NonNullable<ToolResultEnvelope['error']> = {
-      code: error.code,
-      // `detail` carries the domain's message, which never contains argument values (the tool-ledger
-      // contract, §5).
-      message: firstString(error.problem.detail, error.problem.title) ?? 'the tool ledger refused the call',
-    };
-    if (error.problem.issues !== undefined) detail.issues = error.problem.issues;
-    return envelopeForFailure(operationId, 'refused', detail);
-  }
-  if (error instanceof DeadlineExceededError) {
-    return envelopeForFailure(
-      operationId,
-      'no_answer',
-      { code: error.code, message: 'no answer before the deadline' },
-      NO_ANSWER_NOTE,
-    );
-  }
-  return undefined;
-}
-
-function firstString(...values: unknown[]): string | undefined {
-  return values.find((value): value is string => typeof value === 'string' && value.length > 0);
 }
 
 function finish(

@@ -6,6 +6,7 @@ import {
   formatIdempotencyKey,
   InvalidOperationIdError,
   operationIdFor,
+  operationIdFrom,
 } from '../../client/index';
 
 const VALID = /^[\x21-\x7e]{1,255}$/;
@@ -123,6 +124,52 @@ describe('operationIdFor', () => {
     expect(() => operationIdFor({ agentRunId: 'r', step: 1, callIndex: -1 })).toThrow(TypeError);
     expect(() => operationIdFor({ agentRunId: 'r\ud800', step: 1, callIndex: 0 })).toThrow(TypeError);
     expect(() => operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0, scope: '' })).toThrow(TypeError);
+  });
+});
+
+describe('operationIdFrom', () => {
+  const parts = fc.array(fc.oneof(fc.nat({ max: 40 }), tricky), { minLength: 2, maxLength: 5 });
+  const same = (p: readonly (string | number)[]) => JSON.stringify(p.map(String));
+
+  it('has a frozen, readable format', () => {
+    expect(operationIdFrom(['exec-7f3a', 'charge-card'])).toBe('exec-7f3a/charge-card');
+    expect(operationIdFrom(['arn:aws:lambda:eu-west-1:1:fn', 3])).toBe(
+      'arn%3Aaws%3Alambda%3Aeu-west-1%3A1%3Afn/3',
+    );
+  });
+
+  test.prop([parts, parts], { numRuns: 2000 })('gives different part lists different IDs', (a, b) => {
+    fc.pre(same(a) !== same(b));
+    expect(operationIdFrom(a)).not.toBe(operationIdFrom(b));
+  });
+
+  test.prop([fc.array(fc.oneof(fc.nat(), text), { minLength: 2, maxLength: 4 })])(
+    'is always a valid operation ID, the same every time',
+    (p) => {
+      const id = operationIdFrom(p);
+      expect(id).toMatch(VALID);
+      expect(operationIdFrom(structuredClone(p))).toBe(id);
+    },
+  );
+
+  test.prop([trickyPosition, parts])('never equals an operationIdFor ID', (position, p) => {
+    expect(operationIdFrom(p)).not.toBe(operationIdFor(position));
+  });
+
+  it('shortens long positions to a readable prefix and a hash, still distinct', () => {
+    const long = 'w'.repeat(300);
+    const a = operationIdFrom([long, 'a']);
+    const b = operationIdFrom([long, 'b']);
+    expect(a).toMatch(/^w{180}~[A-Za-z0-9_-]{43}$/);
+    expect(a).not.toBe(b);
+  });
+
+  it('refuses positions that cannot name an action', () => {
+    expect(() => operationIdFrom(['only-one'])).toThrow(TypeError);
+    expect(() => operationIdFrom(['run', ''])).toThrow(TypeError);
+    expect(() => operationIdFrom(['run', -1])).toThrow(TypeError);
+    expect(() => operationIdFrom(['run', 1.5])).toThrow(TypeError);
+    expect(() => operationIdFrom(['run', '\ud800'])).toThrow(/lone surrogate/);
   });
 });
 
