@@ -1,11 +1,6 @@
 import { LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
 import { passHoldBackMs } from '../contract/time-budget';
-import {
-  AccessError,
-  LedgerError,
-  StateChangedError,
-  ValidationError,
-} from '../domain/errors';
+import { AccessError, LedgerError, StateChangedError, ValidationError } from '../domain/errors';
 import { toView } from '../domain/operation';
 import { parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
