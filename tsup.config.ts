@@ -9,7 +9,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: { index: 'lib/index.ts', tool: 'functions/tool-kit.ts' },
   format: ['esm'],
-  target: 'node20',
+  target: 'node22', // the oldest Node in package.json `engines`; pack-check runs the package on 22 and 24
   platform: 'node',
   dts: true,
   clean: true,

@@ -11,7 +11,6 @@ export default defineConfig({
     hookTimeout: 240_000,
     pool: 'forks',
     env: {
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       AWS_EC2_METADATA_DISABLED: 'true',
       POWERTOOLS_DEV: 'false',
     },

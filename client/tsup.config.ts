@@ -8,7 +8,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: { index: 'index.ts', sigv4: 'sigv4.ts', sqs: 'sqs-sender.ts', mcp: 'mcp-entry.ts' },
   format: ['esm'],
-  target: 'node20',
+  target: 'node22', // the oldest Node in package.json `engines`; pack-check runs the package on 22 and 24
   platform: 'node',
   dts: { compilerOptions: { lib: ['ES2022'], types: ['node'] } },
   clean: true,

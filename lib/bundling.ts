@@ -45,8 +45,8 @@ export const HANDLER_ENTRIES = {
   reconciler: path.join(PROJECT_ROOT, 'functions', 'handlers', 'reconciler.ts'),
 } as const;
 
-/** esbuild target; matches the Lambda runtime (Node.js 22). */
-export const BUNDLE_TARGET = 'node22';
+/** esbuild target; matches the Lambda runtime (Node.js 24, lib/handler-function.ts). */
+export const BUNDLE_TARGET = 'node24';
 
 /** The Lambda runtime provides the AWS SDK v3, so bundles leave it out (about 30 KiB instead of 560). */
 export const SDK_EXTERNALS: readonly string[] = ['@aws-sdk/*'];
@@ -142,7 +142,7 @@ export function handlerCode(entry: string, settings: BundleSettings): Code {
     bundling: {
       // Never pulled: local bundling always succeeds or throws. The command names what is bundled, so
       // that the CDK's asset cache tells the handlers apart.
-      image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
+      image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs24.x'),
       command: ['tool-ledger-bundle', path.relative(PROJECT_ROOT, entry), settingsDigest(settings)],
       local: {
         tryBundle(outputDir: string): boolean {

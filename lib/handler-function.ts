@@ -8,8 +8,14 @@ import { BUNDLE_ENTRY_FILE, type BundleSettings, handlerCode } from './bundling'
 import type { WorkspaceMount } from './shared-workspace';
 
 /**
+ * The handlers' Lambda runtime. The repository runs its tests on the same Node major (its toolchain
+ * workspace pins Node 24), and lib/bundling.ts targets it.
+ */
+export const HANDLER_RUNTIME = Runtime.NODEJS_24_X;
+
+/**
  * One handler as a Lambda function: its own role (no AWS managed policy), its own log group with a
- * retention, ARM64, Node.js 22, bundled by local esbuild. The three handlers differ only in entry,
+ * retention, ARM64, Node.js 24, bundled by local esbuild. The three handlers differ only in entry,
  * timeout, environment and the grants the composing construct adds.
  */
 
@@ -79,7 +85,7 @@ export class HandlerFunction extends Construct {
       code: handlerCode(props.entry, props.bundling),
       handler: `${BUNDLE_ENTRY_FILE.replace(/\.mjs$/, '')}.handler`,
       description: props.description,
-      runtime: Runtime.NODEJS_22_X,
+      runtime: HANDLER_RUNTIME,
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize,
       timeout: props.timeout,
@@ -109,8 +115,8 @@ export class HandlerFunction extends Construct {
     Validations.of(this.fn).acknowledge({
       id: 'AwsSolutions-L1',
       reason:
-        'Node.js 22 is pinned on purpose: the bundles are built with esbuild target node22 and the handlers ' +
-        'are tested on that line; moving to a newer runtime is a deliberate, tested change, not a default.',
+        'Node.js 24 is pinned on purpose: the bundles are built with esbuild target node24 and the repository ' +
+        'runs its tests on Node 24; moving to a newer runtime is a deliberate, tested change, not a default.',
     });
     if (props.network || props.mount) {
       // What AWSLambdaVPCAccessExecutionRole grants, inline: the role has no AWS managed policy.

@@ -67,7 +67,8 @@ export function readToolManifestSync(modulePath: string, env: ToolEnvironment): 
     bundle: true,
     platform: 'node',
     format: 'cjs',
-    target: 'node20',
+    // Runs in the synthesizing process: the oldest Node the package supports (package.json `engines`).
+    target: 'node22',
     write: false,
     logLevel: 'silent',
   });

@@ -80,7 +80,6 @@ export async function startLocalStack(options: StartOptions): Promise<LocalStack
       ...process.env,
       PORT: '0',
       [SETTINGS.dataDir.name]: options.dataDir,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       ...options.env,
     },
     detached: true,

@@ -1,6 +1,6 @@
 /**
  * Bundle size report (`npm run size`): bundles each handler exactly as the CDK construct does
- * (lib/bundling.ts: ESM, minified, target node22, `@aws-sdk/*` left to the Lambda runtime, the tools
+ * (lib/bundling.ts: ESM, minified, target node24, `@aws-sdk/*` left to the Lambda runtime, the tools
  * module swapped in by alias, code behind dynamic imports in chunks) and prints, for each, the minified
  * and gzipped size of what a cold start loads (the entry and the chunks it imports statically) and the
  * minified size of the chunks loaded on demand.
@@ -14,7 +14,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
-import { DEFAULT_TOOLS_MODULE, esbuildOptions, HANDLER_ENTRIES, PROJECT_ROOT } from '../lib/bundling';
+import {
+  BUNDLE_TARGET,
+  DEFAULT_TOOLS_MODULE,
+  esbuildOptions,
+  HANDLER_ENTRIES,
+  PROJECT_ROOT,
+} from '../lib/bundling';
 import { bundleOutputs, totalBytes } from './bundle-outputs';
 
 /** One handler's measurement; sizes are absent when the entry is missing or fails to bundle. */
@@ -110,7 +116,7 @@ if (values.json) {
   const sdk = settings.bundleAwsSdk
     ? 'AWS SDK bundled'
     : '@aws-sdk/* external (provided by the Lambda runtime)';
-  console.log(`Handler bundles: ESM, minified, node22, ${sdk}`);
+  console.log(`Handler bundles: ESM, minified, ${BUNDLE_TARGET}, ${sdk}`);
   console.log(`Tools module: ${path.relative(PROJECT_ROOT, settings.toolsModule)}`);
   console.log(`MCP gateway: ${settings.upstreams ? 'bundled (--upstreams)' : 'left out (no upstreams)'}\n`);
   const rows = sizes.map((size) => [

@@ -19,8 +19,6 @@ const SHUTDOWN_GRACE_MS = 30_000;
 const REPEAT_SIGNAL_MS = 1_000;
 
 async function main(): Promise<void> {
-  // Read when the first AWS SDK client is built; local mode runs on Node 20 by design.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   let settings: LocalSettings;
   let toolsModule: string | undefined;
   try {

@@ -88,8 +88,6 @@ export function handlerEnvironment(
     AWS_REGION: env.AWS_REGION ?? 'us-east-1',
     // EMF lines on stdout are CloudWatch's input format, noise in a terminal: off unless asked for.
     [SETTINGS.metricsDisabled.name]: env[SETTINGS.metricsDisabled.name] ?? 'true',
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED:
-      env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ?? 'true',
   };
 }
 

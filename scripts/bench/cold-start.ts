@@ -41,7 +41,7 @@ const ENTRIES: readonly { name: string; entry: string; timeImport: boolean }[] =
 ];
 
 /**
- * Bundles each Lambda entry the way the CDK ships it (esbuild, platform node, ESM, target node22,
+ * Bundles each Lambda entry the way the CDK ships it (esbuild, platform node, ESM, target node24,
  * minified, `@aws-sdk/*` external: the runtime provides the SDK, code behind dynamic imports in chunks;
  * the options of lib/bundling.ts), then
  * times `import()` of the executor bundle and of the Powertools baseline in fresh Node processes,
@@ -120,7 +120,6 @@ function importTime(file: string): Promise<number | undefined> {
         env: {
           PATH: process.env.PATH ?? '',
           AWS_REGION: 'us-east-1',
-          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
           [SETTINGS.tableName.name]: 'tool-ledger',
           IDEMPOTENCY_TABLE_NAME: 'idempotency',
         },

@@ -11,7 +11,6 @@ import { SETTINGS } from '../../functions/contract/environment';
  *
  * The environment is set before anything imports the SDK or Powertools, which read it at load time.
  */
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.AWS_EC2_METADATA_DISABLED ??= 'true';
 // Transition logs are silenced on tool-ledger's side; this also silences the engine's own warnings
 // (the crash scenario causes some on purpose). Powertools idempotency logs nothing either way.

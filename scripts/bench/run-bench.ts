@@ -5,6 +5,7 @@ import { CreateTableCommand, type DynamoDBClient, waitUntilTableExists } from '@
 import { LEDGER_TABLE } from '../../functions/contract/table';
 import { ensureLedgerTable, ledgerTableDefinition } from '../../functions/ledger/table';
 import { SDK_CLIENT_SETTINGS } from '../../functions/wiring';
+import { BUNDLE_TARGET } from '../../lib/bundling';
 import { benchReadTool, benchWriteTool, EffectLog } from './bench-tools';
 import { CallCounter } from './call-counter';
 import { capacityMarkdown, capacityTable } from './capacity';
@@ -229,7 +230,7 @@ export async function runBench(): Promise<void> {
       '',
       '### Cold start',
       '',
-      'esbuild, platform node, ESM, target node22, minified, `@aws-sdk/*` external (as lib/bundling.ts',
+      `esbuild, platform node, ESM, target ${BUNDLE_TARGET}, minified, \`@aws-sdk/*\` external (as lib/bundling.ts`,
       'ships them); import time of the bundle in a fresh Node process, the two timed bundles alternating.',
       '',
       coldStartTable(bundles, SPAWNS),

@@ -37,9 +37,6 @@ const DEMO_ENV = {
 
 const started = Date.now();
 
-// Local mode runs on Node 20 by design; the SDK's notice about Node 22 is noise here.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 function say(run: string, line: string): void {
   const seconds = ((Date.now() - started) / 1000).toFixed(1).padStart(5);
   process.stdout.write(`${seconds}s  [${run}] ${line}\n`);

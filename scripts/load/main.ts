@@ -58,8 +58,6 @@ function log(message: string): void {
 }
 
 async function run(options: LoadOptions): Promise<number> {
-  // Local mode runs on Node 20 by design; the SDK's Node-version notice is noise in the report.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const random = seededRandom(options.seed);
   const runId = options.seed.toString(36);
   const started = Date.now();

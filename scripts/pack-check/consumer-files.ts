@@ -25,7 +25,7 @@ const tools: ToolFactory = (env) => [
       const log = path.join(env.workspaceRoot, 'consumer-notes.log');
       await mkdir(path.dirname(log), { recursive: true });
       await appendFile(log, ctx.operationId + '\\n');
-      return { noted: true, attempt: ctx.attempt };
+      return { noted: true, attempt: ctx.attempt, node: process.version };
     },
   }),
 ];
@@ -117,6 +117,7 @@ export const RUN_AGENT_MODULE = `import { callTwice } from './agent.js';
 
 const [first, second] = await callTwice(process.argv[2]!);
 console.log(JSON.stringify({
+  node: process.version,
   first: { state: first.operation.state, replayed: first.replayed, result: first.operation.result },
   second: { state: second.operation.state, replayed: second.replayed, result: second.operation.result },
 }));
@@ -138,7 +139,7 @@ new ToolLedger(stack, 'Ledger', {
   toolTimeouts: manifest.timeouts,
 });
 app.synth();
-console.log(JSON.stringify({ tools: manifest.names }));
+console.log(JSON.stringify({ tools: manifest.names, node: process.version }));
 `;
 
 /** Compiler options every consumer configuration shares: strict, no lib beyond ES2022. */

@@ -6,6 +6,15 @@ import { fileURLToPath } from 'node:url';
 import { SETTINGS } from '../../functions/contract/environment';
 import { READY_LINE } from '../local-stack';
 import {
+  type ConsumerNode,
+  currentNode,
+  installNode22,
+  NODE_22_VERSION,
+  nodePackageName,
+  pathFirst,
+  withoutRepositoryNpmConfig,
+} from './consumer-env';
+import {
   AGENT_MODULE,
   APP_MODULE,
   RUN_AGENT_MODULE,
@@ -27,7 +36,10 @@ import { internalPointers } from './internal-pointers';
  * pulls in neither aws-cdk-lib nor the AWS SDK, and that neither installed package cites the internal
  * design brief (scripts/pack-check/internal-pointers.ts); and, in a CommonJS project (`"type": "commonjs"`, what
  * npm 11's `npm init` writes), that a `.ts` tools module is refused with what to change while a `.mts`
- * one type-checks and runs. Exits 1 on the first check that fails.
+ * one type-checks and runs. The packages are installed once and every consumer then runs on both Node
+ * lines the packages declare: Node 22 from the registry and the repository's Node 24
+ * (scripts/pack-check/consumer-nodes.ts); each check that runs the packages says which Node it ran on.
+ * Exits 1 on the first check that fails.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -55,7 +67,7 @@ function exitOf(
   return new Promise((resolve) => {
     const child = spawn(cmd, args, {
       cwd,
-      env: { ...process.env, ...env },
+      env: { ...withoutRepositoryNpmConfig(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -67,6 +79,11 @@ function exitOf(
     });
     child.once('exit', (code) => resolve({ code, out }));
   });
+}
+
+/** The last non-empty line of a command's output: where the consumer scripts print their JSON. */
+function lastLine(out: string): string {
+  return out.trim().split('\n').at(-1) ?? '';
 }
 
 function step(name: string): void {
@@ -84,12 +101,14 @@ const INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund', '--lo
 function startLocalMode(
   cwd: string,
   dataDir: string,
+  env: NodeJS.ProcessEnv,
   toolsModule = 'tools/index.ts',
 ): Promise<{ api: string; child: ChildProcess }> {
   const child = spawn('npx', ['tool-ledger', 'start'], {
     cwd,
     env: {
-      ...process.env,
+      ...withoutRepositoryNpmConfig(),
+      ...env,
       PORT: '0',
       [SETTINGS.dataDir.name]: dataDir,
       [SETTINGS.toolsModule.name]: toolsModule,
@@ -116,201 +135,263 @@ function startLocalMode(
   });
 }
 
+/** The scratch projects, installed once and then run on each Node. */
+interface Consumers {
+  scratch: string;
+  tokenOnly: string;
+  consumer: string;
+  cjs: string;
+}
+
+/** Local mode started by a check, stopped by main's `finally` if the check fails first. */
+let local: ChildProcess | undefined;
+
 async function main(): Promise<void> {
   const scratch = await mkdtemp(path.join(tmpdir(), 'tool-ledger-pack-check-'));
-  let local: ChildProcess | undefined;
   try {
-    step('build and pack both packages');
-    await run('npm', ['run', 'build'], ROOT);
-    await run('npm', ['pack', '--pack-destination', scratch, '--loglevel=error'], ROOT);
-    await run(
-      'npm',
-      ['pack', '-w', '@tool-ledger/client', '--pack-destination', scratch, '--loglevel=error'],
-      ROOT,
-    );
-    const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
-    const ledgerTgz = tarballs.find((f) => f.startsWith('tool-ledger-0'));
-    const clientTgz = tarballs.find((f) => f.startsWith('tool-ledger-client-'));
-    check(ledgerTgz !== undefined && clientTgz !== undefined, `two tarballs packed (${tarballs.join(', ')})`);
-
-    step('token-only client install: no aws-cdk-lib, no AWS SDK');
-    const tokenOnly = path.join(scratch, 'token-only');
-    await mkdir(tokenOnly);
-    await writeFile(
-      path.join(tokenOnly, 'package.json'),
-      JSON.stringify({ name: 'token-only', private: true, type: 'module', dependencies: {} }),
-    );
-    await run('npm', [...INSTALL, path.join(scratch, clientTgz as string)], tokenOnly);
-    const tree = await run('npm', ['ls', '--omit=dev', '--all', '--parseable'], tokenOnly);
-    check(!/aws-cdk-lib/.test(tree), 'the client depends on no aws-cdk-lib');
-    check(!/@aws-sdk|@smithy/.test(tree), 'a token-only client install has no AWS SDK');
-    await writeFile(
-      path.join(tokenOnly, 'use.mjs'),
-      "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }));\n",
-    );
+    step(`install Node ${NODE_22_VERSION} from the registry (${nodePackageName()}) into the scratch folder`);
+    const nodes = [await installNode22(path.join(scratch, 'node-22'), INSTALL), await currentNode()];
     check(
-      (await run('node', ['use.mjs'], tokenOnly)).trim() === 'r:s1:c0',
-      'the client imports and runs with only Node',
+      nodes.map((n) => n.version.split('.')[0]).join(' ') === 'v22 v24',
+      `consumers run on Node ${nodes.map((n) => n.version).join(' and ')}`,
     );
-    // What users read (declarations, README, source maps) must not point at the internal design brief.
-    const clientPointers = await internalPointers(
-      path.join(tokenOnly, 'node_modules', '@tool-ledger', 'client'),
+    const consumers = await install(scratch);
+    for (const node of nodes) await runConsumers(consumers, node);
+    process.stdout.write(
+      `pack-check: all checks passed on Node ${nodes.map((n) => n.version).join(' and ')}\n`,
     );
-    check(
-      clientPointers.length === 0,
-      `the client package cites no file outside it (${clientPointers.join(', ') || 'none'})`,
-    );
-
-    step('consumer project: install the tarballs with the SDKs, CDK and TypeScript');
-    const consumer = path.join(scratch, 'consumer');
-    await mkdir(path.join(consumer, 'tools'), { recursive: true });
-    const versions = (names: string[]) => Object.fromEntries(names.map((n) => [n, pinned[n] as string]));
-    await writeFile(
-      path.join(consumer, 'package.json'),
-      JSON.stringify(
-        {
-          name: 'consumer',
-          private: true,
-          type: 'module',
-          dependencies: {
-            'tool-ledger': `file:../${ledgerTgz}`,
-            '@tool-ledger/client': `file:../${clientTgz}`,
-            ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
-            ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
-          },
-          devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
-        },
-        null,
-        2,
-      ),
-    );
-    await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
-    await writeFile(
-      path.join(consumer, 'tools', 'acme-tools.ts'),
-      readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
-    );
-    await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
-    await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
-    await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
-    await writeFile(
-      path.join(consumer, 'tsconfig.nodenext.json'),
-      JSON.stringify(TSCONFIG_NODENEXT, null, 2),
-    );
-    await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
-    await run('npm', INSTALL, consumer);
-    check(true, 'installed');
-    // The construct's package ships its handlers, CLI and docs as source: the same rule as the client's.
-    const ledgerPointers = await internalPointers(path.join(consumer, 'node_modules', 'tool-ledger'));
-    check(
-      ledgerPointers.length === 0,
-      `the tool-ledger package cites no file outside it (${ledgerPointers.join(', ') || 'none'})`,
-    );
-
-    step('type-check the consumer (strict, no casts)');
-    await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer);
-    check(
-      true,
-      "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct",
-    );
-    await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer);
-    check(true, 'moduleResolution bundler: the same files');
-
-    step("synthesize a stack with the consumer's own tool (real esbuild bundling)");
-    const synth = await run('npx', ['tsx', 'app.ts'], consumer, { CDK_DISABLE_VERSION_CHECK: '1' });
-    check(
-      synth.includes('"consumer.note"') && synth.includes('"webhook.post"'),
-      "the manifest lists the consumer's tool and the shipped webhook.post it composes",
-    );
-    const template = JSON.parse(
-      await readFile(path.join(consumer, 'cdk.out', 'ConsumerLedger.template.json'), 'utf8'),
-    );
-    const functions = Object.values(template.Resources as Record<string, { Type: string }>).filter(
-      (r) => r.Type === 'AWS::Lambda::Function',
-    );
-    check(
-      functions.length >= 3,
-      `the template has the handler functions (${functions.length} Lambda functions)`,
-    );
-    const assets = await readdir(path.join(consumer, 'cdk.out'));
-    let bundled = 0;
-    for (const dir of assets.filter((a) => a.startsWith('asset.'))) {
-      const index = await readFile(path.join(consumer, 'cdk.out', dir, 'index.mjs'), 'utf8').catch(() => '');
-      if (index.includes('marker 5d1e77')) bundled += 1;
-    }
-    check(bundled >= 3, `the consumer's tool is bundled into every handler (${bundled} bundles)`);
-
-    step("run the client against local mode started with the consumer's tool");
-    const dataDir = path.join(scratch, 'data');
-    const started = await startLocalMode(consumer, dataDir);
-    local = started.child;
-    const seen = JSON.parse((await run('npx', ['tsx', 'run-agent.ts', started.api], consumer)).trim()) as {
-      first: { state: string; replayed: boolean };
-      second: { state: string; replayed: boolean };
-    };
-    check(seen.first.state === 'succeeded' && !seen.first.replayed, 'the first call ran the consumer tool');
-    check(seen.second.state === 'succeeded' && seen.second.replayed, 'the retry is a replay');
-    const notes = await readFile(path.join(dataDir, 'workspace', 'consumer-notes.log'), 'utf8').catch(
-      async () => {
-        const tenants = await readdir(path.join(dataDir, 'workspace'));
-        return readFile(path.join(dataDir, 'workspace', tenants[0] as string, 'consumer-notes.log'), 'utf8');
-      },
-    );
-    check(notes.trim().split('\n').length === 1, 'one effect for two calls');
-    stopGroup(local);
-    local = undefined;
-
-    step('a CommonJS project (what npm init writes): .ts tools refused with what to change, .mts tools run');
-    // The consumer's installs, shared through a link: the package.json is what differs.
-    const cjs = path.join(scratch, 'consumer-cjs');
-    await mkdir(path.join(cjs, 'tools'), { recursive: true });
-    await writeFile(
-      path.join(cjs, 'package.json'),
-      JSON.stringify({ name: 'consumer-cjs', version: '1.0.0', type: 'commonjs', private: true }, null, 2),
-    );
-    await symlink(path.join(consumer, 'node_modules'), path.join(cjs, 'node_modules'), 'dir');
-    await writeFile(path.join(cjs, 'tools', 'index.ts'), TOOLS_MODULE);
-    await writeFile(path.join(cjs, 'tools', 'index.mts'), TOOLS_MODULE);
-    await writeFile(path.join(cjs, 'tsconfig.json'), JSON.stringify(TSCONFIG_CJS_MTS, null, 2));
-    const refused = await exitOf('npx', ['tool-ledger', 'start'], cjs, {
-      PORT: '0',
-      [SETTINGS.dataDir.name]: path.join(scratch, 'data-cjs-refused'),
-      [SETTINGS.toolsModule.name]: 'tools/index.ts',
-    });
-    check(
-      refused.code === 2 &&
-        refused.out.includes('set "type": "module" in your package.json, or name the file index.mts'),
-      `a .ts tools module in a CommonJS package stops the start (exit ${refused.code}) and says what to change`,
-    );
-    await run('npx', ['tsc', '-p', 'tsconfig.json'], cjs);
-    check(true, 'the .mts tools module type-checks under NodeNext in the CommonJS package');
-    const cjsData = path.join(scratch, 'data-cjs');
-    const startedCjs = await startLocalMode(cjs, cjsData, 'tools/index.mts');
-    local = startedCjs.child;
-    const twice = [];
-    for (let i = 0; i < 2; i += 1) {
-      const response = await fetch(`${startedCjs.api}/v1/operations`, {
-        method: 'POST',
-        headers: {
-          authorization: 'Bearer dev-token',
-          'idempotency-key': 'cjs-1',
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify({ tool: 'consumer.note', arguments: { note: 'from a CommonJS project' } }),
-      });
-      twice.push({
-        status: response.status,
-        body: (await response.json()) as { state?: string; replayed?: boolean },
-      });
-    }
-    check(
-      twice[0]?.status === 201 && twice[0].body.state === 'succeeded' && twice[1]?.body.replayed === true,
-      'local mode runs the .mts tools module of a CommonJS project; the retry is a replay',
-    );
-    process.stdout.write('pack-check: all checks passed\n');
   } finally {
     stopGroup(local);
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** Builds and packs both packages, installs them into the scratch projects, checks what was installed. */
+async function install(scratch: string): Promise<Consumers> {
+  step('build and pack both packages');
+  await run('npm', ['run', 'build'], ROOT);
+  await run('npm', ['pack', '--pack-destination', scratch, '--loglevel=error'], ROOT);
+  await run(
+    'npm',
+    ['pack', '-w', '@tool-ledger/client', '--pack-destination', scratch, '--loglevel=error'],
+    ROOT,
+  );
+  const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
+  const ledgerTgz = tarballs.find((f) => f.startsWith('tool-ledger-0'));
+  const clientTgz = tarballs.find((f) => f.startsWith('tool-ledger-client-'));
+  check(ledgerTgz !== undefined && clientTgz !== undefined, `two tarballs packed (${tarballs.join(', ')})`);
+
+  step('token-only client install: no aws-cdk-lib, no AWS SDK');
+  const tokenOnly = path.join(scratch, 'token-only');
+  await mkdir(tokenOnly);
+  await writeFile(
+    path.join(tokenOnly, 'package.json'),
+    JSON.stringify({ name: 'token-only', private: true, type: 'module', dependencies: {} }),
+  );
+  await run('npm', [...INSTALL, path.join(scratch, clientTgz as string)], tokenOnly);
+  const tree = await run('npm', ['ls', '--omit=dev', '--all', '--parseable'], tokenOnly);
+  check(!/aws-cdk-lib/.test(tree), 'the client depends on no aws-cdk-lib');
+  check(!/@aws-sdk|@smithy/.test(tree), 'a token-only client install has no AWS SDK');
+  await writeFile(
+    path.join(tokenOnly, 'use.mjs'),
+    "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }), process.version);\n",
+  );
+  // What users read (declarations, README, source maps) must not point at the internal design brief.
+  const clientPointers = await internalPointers(
+    path.join(tokenOnly, 'node_modules', '@tool-ledger', 'client'),
+  );
+  check(
+    clientPointers.length === 0,
+    `the client package cites no file outside it (${clientPointers.join(', ') || 'none'})`,
+  );
+
+  step('consumer project: install the tarballs with the SDKs, CDK and TypeScript');
+  const consumer = path.join(scratch, 'consumer');
+  await mkdir(path.join(consumer, 'tools'), { recursive: true });
+  const versions = (names: string[]) => Object.fromEntries(names.map((n) => [n, pinned[n] as string]));
+  await writeFile(
+    path.join(consumer, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'consumer',
+        private: true,
+        type: 'module',
+        dependencies: {
+          'tool-ledger': `file:../${ledgerTgz}`,
+          '@tool-ledger/client': `file:../${clientTgz}`,
+          ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
+          ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
+        },
+        devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
+      },
+      null,
+      2,
+    ),
+  );
+  await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
+  await writeFile(
+    path.join(consumer, 'tools', 'acme-tools.ts'),
+    readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
+  );
+  await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
+  await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
+  await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
+  await writeFile(path.join(consumer, 'tsconfig.nodenext.json'), JSON.stringify(TSCONFIG_NODENEXT, null, 2));
+  await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
+  await run('npm', INSTALL, consumer);
+  check(true, 'installed');
+  // The repository's own Node (a private workspace's optional dependency) must not ride along.
+  check(
+    !(await readdir(path.join(consumer, 'node_modules'))).some((name) =>
+      /^node-(linux|darwin|win)-/.test(name),
+    ),
+    'installing the packages installs no Node binary',
+  );
+  // The construct's package ships its handlers, CLI and docs as source: the same rule as the client's.
+  const ledgerPointers = await internalPointers(path.join(consumer, 'node_modules', 'tool-ledger'));
+  check(
+    ledgerPointers.length === 0,
+    `the tool-ledger package cites no file outside it (${ledgerPointers.join(', ') || 'none'})`,
+  );
+
+  // A CommonJS project (what npm init writes), sharing the consumer's installs through a link: the
+  // package.json is what differs.
+  const cjs = path.join(scratch, 'consumer-cjs');
+  await mkdir(path.join(cjs, 'tools'), { recursive: true });
+  await writeFile(
+    path.join(cjs, 'package.json'),
+    JSON.stringify({ name: 'consumer-cjs', version: '1.0.0', type: 'commonjs', private: true }, null, 2),
+  );
+  await symlink(path.join(consumer, 'node_modules'), path.join(cjs, 'node_modules'), 'dir');
+  await writeFile(path.join(cjs, 'tools', 'index.ts'), TOOLS_MODULE);
+  await writeFile(path.join(cjs, 'tools', 'index.mts'), TOOLS_MODULE);
+  await writeFile(path.join(cjs, 'tsconfig.json'), JSON.stringify(TSCONFIG_CJS_MTS, null, 2));
+  return { scratch, tokenOnly, consumer, cjs };
+}
+
+/**
+ * Every consumer check on one Node: the scratch projects' processes (`node`, `npx tsc`, `npx tsx`,
+ * `npx tool-ledger start`) find that Node first on PATH, and the ones that run the packages report the
+ * Node they ran on.
+ */
+async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<void> {
+  const { scratch, tokenOnly, consumer, cjs } = consumers;
+  const env = pathFirst(node, withoutRepositoryNpmConfig());
+  const label = `[node ${node.version}]`;
+  const on = (what: string) => `${what} (ran on Node ${node.version})`;
+  const ranOn = (version: string | undefined) => version === node.version;
+
+  step(`${label} the token-only client`);
+  const [id, clientNode] = (await run('node', ['use.mjs'], tokenOnly, env)).trim().split(' ');
+  check(id === 'r:s1:c0' && ranOn(clientNode), on('the client imports and runs with only Node'));
+
+  step(`${label} type-check the consumer (strict, no casts)`);
+  await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
+  check(
+    true,
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct",
+  );
+  await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
+  check(true, 'moduleResolution bundler: the same files');
+
+  step(`${label} synthesize a stack with the consumer's own tool (real esbuild bundling)`);
+  await rm(path.join(consumer, 'cdk.out'), { recursive: true, force: true });
+  const synth = JSON.parse(
+    lastLine(await run('npx', ['tsx', 'app.ts'], consumer, { ...env, CDK_DISABLE_VERSION_CHECK: '1' })),
+  ) as { tools: string[]; node: string };
+  check(
+    synth.tools.includes('consumer.note') && synth.tools.includes('webhook.post') && ranOn(synth.node),
+    on("the manifest lists the consumer's tool and the shipped webhook.post it composes"),
+  );
+  const template = JSON.parse(
+    await readFile(path.join(consumer, 'cdk.out', 'ConsumerLedger.template.json'), 'utf8'),
+  );
+  const functions = Object.values(
+    template.Resources as Record<string, { Type: string; Properties: { Runtime?: string } }>,
+  ).filter((r) => r.Type === 'AWS::Lambda::Function');
+  check(
+    functions.length >= 3 && functions.every((f) => f.Properties.Runtime === 'nodejs24.x'),
+    `the template has the handler functions on nodejs24.x (${functions.length} Lambda functions)`,
+  );
+  const assets = await readdir(path.join(consumer, 'cdk.out'));
+  let bundled = 0;
+  for (const dir of assets.filter((a) => a.startsWith('asset.'))) {
+    const index = await readFile(path.join(consumer, 'cdk.out', dir, 'index.mjs'), 'utf8').catch(() => '');
+    if (index.includes('marker 5d1e77')) bundled += 1;
+  }
+  check(bundled >= 3, `the consumer's tool is bundled into every handler (${bundled} bundles)`);
+
+  step(`${label} run the client against local mode started with the consumer's tool`);
+  const dataDir = path.join(scratch, `data-${node.version}`);
+  const started = await startLocalMode(consumer, dataDir, env);
+  local = started.child;
+  const seen = JSON.parse((await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, env)).trim()) as {
+    node: string;
+    first: { state: string; replayed: boolean; result?: { node?: string } };
+    second: { state: string; replayed: boolean };
+  };
+  check(
+    seen.first.state === 'succeeded' && !seen.first.replayed && ranOn(seen.first.result?.node),
+    on('the first call ran the consumer tool in local mode'),
+  );
+  check(
+    seen.second.state === 'succeeded' && seen.second.replayed && ranOn(seen.node),
+    on('the retry is a replay, seen by the agent'),
+  );
+  const notes = await readFile(path.join(dataDir, 'workspace', 'consumer-notes.log'), 'utf8').catch(
+    async () => {
+      const tenants = await readdir(path.join(dataDir, 'workspace'));
+      return readFile(path.join(dataDir, 'workspace', tenants[0] as string, 'consumer-notes.log'), 'utf8');
+    },
+  );
+  check(notes.trim().split('\n').length === 1, 'one effect for two calls');
+  stopGroup(local);
+  local = undefined;
+
+  step(
+    `${label} a CommonJS project (what npm init writes): .ts tools refused with what to change, .mts tools run`,
+  );
+  const refused = await exitOf('npx', ['tool-ledger', 'start'], cjs, {
+    ...env,
+    PORT: '0',
+    [SETTINGS.dataDir.name]: path.join(scratch, `data-cjs-refused-${node.version}`),
+    [SETTINGS.toolsModule.name]: 'tools/index.ts',
+  });
+  check(
+    refused.code === 2 &&
+      refused.out.includes('set "type": "module" in your package.json, or name the file index.mts'),
+    `a .ts tools module in a CommonJS package stops the start (exit ${refused.code}) and says what to change`,
+  );
+  await run('npx', ['tsc', '-p', 'tsconfig.json'], cjs, env);
+  check(true, 'the .mts tools module type-checks under NodeNext in the CommonJS package');
+  const cjsData = path.join(scratch, `data-cjs-${node.version}`);
+  const startedCjs = await startLocalMode(cjs, cjsData, env, 'tools/index.mts');
+  local = startedCjs.child;
+  const twice = [];
+  for (let i = 0; i < 2; i += 1) {
+    const response = await fetch(`${startedCjs.api}/v1/operations`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer dev-token',
+        'idempotency-key': 'cjs-1',
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ tool: 'consumer.note', arguments: { note: 'from a CommonJS project' } }),
+    });
+    twice.push({
+      status: response.status,
+      body: (await response.json()) as { state?: string; replayed?: boolean; result?: { node?: string } },
+    });
+  }
+  check(
+    twice[0]?.status === 201 &&
+      twice[0].body.state === 'succeeded' &&
+      ranOn(twice[0].body.result?.node) &&
+      twice[1]?.body.replayed === true,
+    on('local mode runs the .mts tools module of a CommonJS project; the retry is a replay'),
+  );
+  stopGroup(local);
+  local = undefined;
 }
 
 /** Kills a local mode started by {@link startLocalMode}, its whole process group (npx, tsx, node). */

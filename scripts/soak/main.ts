@@ -25,7 +25,6 @@ function positive(name: string, fallback: number): number {
 }
 
 async function main(): Promise<number> {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const cycles = positive('CYCLES', 50);
   const concurrency = positive('CONCURRENCY', 8);
   const seed = positive('SEED', Date.now() % 2_147_483_647);

@@ -162,13 +162,13 @@ describe('work queue', () => {
 });
 
 describe('functions', () => {
-  it('run on ARM64 and Node.js 22 with their own log group and no AWS managed policy', () => {
+  it('run on ARM64 and Node.js 24 with their own log group and no AWS managed policy', () => {
     const functions = Object.values(ofType('AWS::Lambda::Function'));
     expect(functions).toHaveLength(3);
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Architectures: ['arm64'],
-        Runtime: 'nodejs22.x',
+        Runtime: 'nodejs24.x',
         Handler: 'index.handler',
         LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
       });

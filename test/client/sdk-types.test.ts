@@ -109,6 +109,7 @@ describe('adapters accept the OpenAI SDK types as they are', () => {
     const response = {
       id: 'resp_1',
       object: 'response',
+      access_programs: null,
       created_at: 1_735_787_050,
       model: 'gpt-4.1',
       status: 'completed',

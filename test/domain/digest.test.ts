@@ -18,6 +18,29 @@ describe('arguments digest', () => {
     expect(digest).toBe(`v1:${expected}`);
   });
 
+  it("is RFC 8785's canonical form on the RFC's own examples: numbers, string escapes, literals", () => {
+    const text = String.raw`{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/","literals":[null,true,false]}`;
+    expect(canonicalCall('t', parseIJson(text, limits)).canonicalArguments).toBe(
+      String.raw`{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`,
+    );
+  });
+
+  it("sorts keys by UTF-16 code units, as RFC 8785's example does", () => {
+    const text = String.raw`{"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}`;
+    const { canonicalArguments } = canonicalCall('t', parseIJson(text, limits));
+    // Read in text order: JSON.parse would move the integer-like key "1" first.
+    const values = [...canonicalArguments.matchAll(/":"([^"]+)"/g)].map((m) => m[1]);
+    expect(values).toEqual([
+      'Carriage Return',
+      'One',
+      'Control',
+      'Latin Small Letter O With Diaeresis',
+      'Euro Sign',
+      'Emoji: Grinning Face',
+      'Hebrew Letter Dalet With Dagesh',
+    ]);
+  });
+
   it('key order and whitespace in arguments do not change the digest', () => {
     const a = parseIJson('{"b": [1, 2, {"y": 1, "x": 2}], "a": "s"}', limits);
     const b = parseIJson('{"a":"s","b":[1,2,{"x":2,"y":1}]}', limits);

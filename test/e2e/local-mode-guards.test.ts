@@ -50,7 +50,7 @@ function runToExit(env: Record<string, string>): Promise<{ code: number | null; 
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TSX_CLI, 'functions/local/main.ts'], {
       cwd: ROOT,
-      env: { ...process.env, PORT: '0', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
+      env: { ...process.env, PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';

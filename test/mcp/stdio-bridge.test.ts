@@ -37,7 +37,7 @@ async function launch(args: string[], env: Record<string, string> = {}): Promise
       command: process.execPath,
       args: ['bin/tool-ledger.mjs', 'mcp', ...args],
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
+      env: { PATH: process.env.PATH ?? '', ...env },
       stderr: 'pipe',
     }),
   );
