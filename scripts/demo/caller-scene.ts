@@ -219,6 +219,9 @@ function meaning(e: Extract<AgentEvent, { event: 'http' }>): string {
   const route = routeOf(e.path);
   if (route === '/v1/operations' && e.status === 200) return ' (claimed)';
   if (route === '/v1/operations' && e.status === 409) return " (the dead process's claim is still live)";
+  if (route === '/v1/operations' && e.status === 202 && e.state === 'pending') {
+    return " (the dead process's lease has run out; the reconciler has not looked yet)";
+  }
   if (route === '/v1/operations' && e.state === 'uncertain') {
     return ' (its lease ran out; the reconciler marked it)';
   }
