@@ -95,13 +95,16 @@ export interface BaselineFunctionOptions {
   useLocalCache?: boolean;
   /** The function made idempotent. */
   fn: (call: BaselineCall) => Promise<unknown>;
+  /** How long the in-progress lock holds, ms. @default 60000 (the lease `ledger.run` asks for by default) */
+  lockMs?: number;
 }
 
 /**
  * The baseline around a plain function, not a Lambda handler: what a caller writes to make one call in
  * its own process run once (`makeIdempotent(fn, …)`, the payload its first argument), keyed and
- * validated as {@link powertoolsHandler} is. Without a Lambda context Powertools sets no in-progress
- * expiry of its own.
+ * validated as {@link powertoolsHandler} is. Its in-progress lock lasts `lockMs`, given as Powertools
+ * takes it, a Lambda context's remaining time, registered before each call (without one it sets no lock
+ * and warns on the console at every call).
  *
  * @example
  * ```ts
@@ -122,7 +125,12 @@ export function powertoolsFunction(
     throwOnNoIdempotencyKey: true,
     useLocalCache: options.useLocalCache ?? false,
   });
-  return makeIdempotent(async (call: BaselineCall) => options.fn(call), { persistenceStore, config });
+  const once = makeIdempotent(async (call: BaselineCall) => options.fn(call), { persistenceStore, config });
+  const lockMs = options.lockMs ?? 60_000;
+  return (call) => {
+    config.registerLambdaContext(lambdaContext(lockMs));
+    return once(call);
+  };
 }
 
 /**
