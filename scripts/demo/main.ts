@@ -75,7 +75,7 @@ async function ledgerPhase(root: string): Promise<LedgerPhase> {
   try {
     const client = new ToolLedgerClient({
       endpoint: proxy.url,
-      signer: bearerToken('dev-token'),
+      signer: bearerToken(stack.tokens.agent),
       deadlineMs: 45_000,
     });
     const tools = await client.tools();

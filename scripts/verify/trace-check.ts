@@ -120,14 +120,20 @@ const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
   resolved_not_applied: ['failed_retryable'],
   resolved_failed: ['failed_terminal'],
   attempts_exhausted: ['failed_terminal'],
+  attempts_exhausted_maybe_applied: ['needs_reconciliation'],
+  policy_changed: ['needs_reconciliation'],
 };
 
 /**
  * Outcome codes that name one row whoever writes it: `attempts_exhausted` is the code of
  * `exhaust_attempts` alone, which a worker (a caller or the executor meeting a used-up record) and the
- * reconciler both write.
+ * reconciler both write; `policy_changed` is the code of `hold_for_operator`, a worker's.
  */
-const ROW_OF_CODE: Readonly<Record<string, TransitionName>> = { attempts_exhausted: 'exhaust_attempts' };
+const ROW_OF_CODE: Readonly<Record<string, TransitionName>> = {
+  attempts_exhausted: 'exhaust_attempts',
+  attempts_exhausted_maybe_applied: 'exhaust_attempts',
+  policy_changed: 'hold_for_operator',
+};
 
 /** The rows whose lines carry no outcome code: reservations and claims. */
 const CODELESS: readonly TransitionName[] = [
