@@ -27,7 +27,6 @@ import { tapUrlOf } from './tap-line';
  * tool-ledger side; Powertools writes neither) and a reconciler that does not run during the rows.
  */
 
-const TOKEN = 'dev-token';
 const TAP = fileURLToPath(new URL('./dynamo-tap.ts', import.meta.url));
 
 /** The tool name the operations are recorded under (a caller tool: local mode does not run it). */
@@ -83,7 +82,7 @@ export async function callerRunRows(options: CallerRunOptions): Promise<Scenario
     const http = new HttpCounter();
     const ledger = new ToolLedgerClient({
       endpoint: stack.api,
-      signer: bearerToken(TOKEN),
+      signer: bearerToken(stack.tokens.agent),
       fetch: http.fetch,
     });
     const tlCounter: TallySource = {
