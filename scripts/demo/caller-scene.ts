@@ -30,7 +30,6 @@ const SCENE_ENV = {
 /** The claim's lease: short, so the dead process's claim runs out in seconds. */
 const LEASE_SECONDS = 2;
 
-
 /** What one side of the scene measured. */
 export interface CallerSide {
   /** Agent processes started (the one killed and its restart). */
