@@ -409,7 +409,13 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   const answers: string[] = [];
   for (let i = 0; i < 2; i += 1) {
     const script = (callTool as ShellBlock).script.replaceAll('http://127.0.0.1:3000', tickets.api);
-    answers.push(await run('bash', ['-e', '-c', script], project, asAUser()));
+    // The same shell as the start: `npx tool-ledger token` reads the data folder local mode was given.
+    answers.push(
+      await run('bash', ['-e', '-c', script], project, {
+        ...pathFirst(node, asAUser()),
+        [SETTINGS.dataDir.name]: ticketsData,
+      }),
+    );
   }
   check(
     /HTTP\/1.1 201/.test(answers[0] ?? '') && /"replayed":false/.test(answers[0] ?? ''),
