@@ -89,6 +89,15 @@ export const CALLER_CHECKS: readonly Check[] = [
       /caller (\d) holds the claim of reservation 1 attempt (\d)[\s\S]*caller (?!\1)\d holds the claim of reservation 1 attempt \2$/,
   },
   {
+    name: 'broken/caller-claim-any-claim-id/effects',
+    model: MODEL,
+    property: 'caller_at_most_once',
+    defines: [...TWO, 'BROKEN_CLAIM_ANY_ID'],
+    expect: 'refuted',
+    about: 'the same broken claim: both callers run the attempt, and the target sees the effect twice',
+    shows: /EFFECT of reservation 1 \(count 1\)[\s\S]*EFFECT of reservation 1 \(count 2\)$/,
+  },
+  {
     name: 'broken/caller-outcome-without-token',
     model: MODEL,
     property: 'outcome_own_attempt',
