@@ -9,6 +9,8 @@
 export interface Check {
   /** Stable name, printed and used by tests. */
   name: string;
+  /** The Promela model, in model/ (default `ledger.pml`). */
+  model?: string;
   /** The `ltl` property of the model. */
   property: string;
   /** `-D` switches for `spin -a` (the model's bounds, cast and variant). */

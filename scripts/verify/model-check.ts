@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { CALLER_CHECKS } from './caller-checks';
 import { CHECKS, type Check } from './checks';
 import { assertSpinInstalled, type CheckResult, cleanVerifiers, runCheck } from './spin';
 
@@ -11,7 +12,8 @@ import { assertSpinInstalled, type CheckResult, cleanVerifiers, runCheck } from 
  */
 export async function modelCheck(names: readonly string[] = []): Promise<CheckResult[]> {
   await assertSpinInstalled();
-  const chosen: readonly Check[] = names.length === 0 ? CHECKS : CHECKS.filter((c) => names.includes(c.name));
+  const all: readonly Check[] = [...CHECKS, ...CALLER_CHECKS];
+  const chosen: readonly Check[] = names.length === 0 ? all : all.filter((c) => names.includes(c.name));
   const results: (CheckResult | undefined)[] = chosen.map(() => undefined);
   let next = 0;
   let printed = 0;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { STATES } from '../../functions/domain/states';
+import { CALLER_WATCHED } from './caller-checks';
 import type { Check } from './checks';
 
 const run = promisify(execFile);
@@ -50,16 +51,16 @@ export async function assertSpinInstalled(): Promise<void> {
 /** Verifiers already compiled in this process, by their switches: checks of one cast share one. */
 const compiled = new Map<string, Promise<string>>();
 
-async function verifier(defines: readonly string[], liveness: boolean): Promise<string> {
-  const key = [...defines, liveness ? 'fair' : ''].join(' ');
+async function verifier(defines: readonly string[], liveness: boolean, model: string): Promise<string> {
+  const key = [model, ...defines, liveness ? 'fair' : ''].join(' ');
   let dir = compiled.get(key);
   if (!dir) {
     dir = (async () => {
       const folder = await mkdtemp(path.join(tmpdir(), 'tool-ledger-spin-'));
-      for (const file of ['ledger.pml', 'transitions.pml']) {
+      for (const file of ['ledger.pml', 'caller.pml', 'transitions.pml']) {
         await copyFile(path.join(MODEL_DIR, file), path.join(folder, file));
       }
-      await run('spin', ['-a', ...defines, 'ledger.pml'], { cwd: folder });
+      await run('spin', ['-a', ...defines, model], { cwd: folder });
       // A safety property ([] p) needs no cycle search: -DSAFETY drops it (a fifth less time); the
       // claim reaching its end is still the violation.
       const cflags = ['-O2', '-DVECTORSZ=2048', '-DCOLLAPSE', ...(liveness ? ['-DNFAIR=3'] : ['-DSAFETY'])];
@@ -89,7 +90,8 @@ export async function runCheck(check: Check): Promise<CheckResult> {
     (d) => `-D${d}`,
   );
   const started = Date.now();
-  const dir = await verifier(defines, check.liveness === true);
+  const model = check.model ?? 'ledger.pml';
+  const dir = await verifier(defines, check.liveness === true, model);
   const panArgs = ['-m200000', ...(check.liveness ? ['-a', '-f'] : []), '-N', check.property];
   const out = await run('./pan', panArgs, { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch(
     (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
@@ -107,7 +109,7 @@ export async function runCheck(check: Check): Promise<CheckResult> {
   };
   if (/error: max search depth too small/.test(text)) result.errors = -1;
   if (result.errors > 0) {
-    const replay = await run('spin', ['-t', '-p', '-g', ...defines, 'ledger.pml'], {
+    const replay = await run('spin', ['-t', '-p', '-g', ...defines, model], {
       cwd: dir,
       maxBuffer: 64 * 1024 * 1024,
     });
@@ -147,6 +149,7 @@ const WATCHED: Record<string, (value: string) => string> = {
   toolEff: (v) => (v === '2' ? 'the tool is redeployed as a read' : ''),
   effAfterTerminal: (v) => (v === '1' ? 'an effect ran after its record was terminal' : ''),
   outAtt: (v) => (v === '0' ? '' : `outcome of attempt ${v} stored`),
+  ...CALLER_WATCHED,
 };
 
 function stateName(code: number): string {

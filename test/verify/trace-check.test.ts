@@ -166,6 +166,32 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(wrongEnd.rejected).toHaveLength(1);
   });
 
+  it('reads a caller’s lost answers: a claim returned for its claim_id, its outcome landing after the lease expired, a superseded claim’s late outcome', () => {
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'pending', 1, 'claim_returned'),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'succeeded', 1, 'succeeded'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+    expect(verdict.observations).toBe(1);
+    const superseded = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'verdict_not_applied'),
+      line('failed_retryable', 'pending', 2),
+      line('pending', 'pending', 2, 'late_outcome:uncertain'),
+      line('pending', 'succeeded', 2, 'succeeded'),
+    ]);
+    expect(superseded.rejected).toEqual([]);
+    // A caller's verdict is never the outcome of an attempt: a late outcome naming a state no outcome ends in is rejected.
+    const forged = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'pending', 1, 'late_outcome:queued'),
+    ]);
+    expect(forged.rejected).toHaveLength(1);
+  });
+
   it('rejects a caller’s verdict that fails an operation terminally, or lands on a pending one', () => {
     const terminal = checkTrace([
       line(null, 'pending', 1),
