@@ -121,7 +121,8 @@ export function toItem(record: OperationRecord, compress = true): Record<string,
  * ```
  */
 export function inlinePayload(text: string, compress: boolean): string | Buffer {
-  const encoded = encodePayload(text, compress);
+  // A result kept whole because its compressed form fits is always stored compressed.
+  const encoded = encodePayload(text, compress || text.length > 32 * 1024);
   return encoded.encoding === 'br' ? encoded.bytes : text;
 }
 

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import canonicalize from 'canonicalize';
@@ -14,6 +15,19 @@ import { ScriptedTool, testLedger } from '../support/harness';
  */
 
 const db = useDynalite();
+
+/** A real JSON document of about `chars` characters: package-lock.json entries. */
+function lockDocument(chars: number): Record<string, unknown> {
+  const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
+    packages: Record<string, unknown>;
+  };
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(lock.packages)) {
+    out[name] = value;
+    if (JSON.stringify(out).length > chars) break;
+  }
+  return out;
+}
 
 /** A real file of about 20 KiB: this repository's own source. */
 const SOURCE = readFileSync(new URL('../../functions/ledger/ledger-store.ts', import.meta.url), 'utf8');
@@ -81,6 +95,42 @@ describe('payloads compressed at rest', () => {
       truncated: true,
       size: 40_000,
       sha256: 'a'.repeat(64),
+    });
+    expect(tool.effects).toHaveLength(1);
+  });
+
+  it('a result far over 32 KiB whose compressed form fits in the item is replayed whole, byte for byte', async () => {
+    const tool = new ScriptedTool();
+    const result = { packages: lockDocument(90_000) };
+    const json = JSON.stringify(result);
+    expect(Buffer.byteLength(json)).toBeGreaterThan(2 * 32 * 1024);
+    tool.defaultBehaviour = { kind: 'succeed', result };
+    const table = await freshTable(db.client);
+    const ledger = testLedger(db.client, table, [tool.tool]);
+    await ledger.submit({ operationId: 'c-4', arguments: { target: 'x' } });
+    const item = await rawItem(table, 'c-4');
+    expect(item.result?.B?.length).toBeLessThanOrEqual(32 * 1024);
+
+    const cold = testLedger(db.client, table, [tool.tool]);
+    const replay = await cold.submit({ operationId: 'c-4', arguments: { target: 'x' } });
+    expect(replay).toMatchObject({ kind: 'completed', replayed: true });
+    expect(replay.record.result).toBe(json);
+    expect(tool.effects).toHaveLength(1);
+  });
+
+  it('a result whose compressed form does not fit is recorded by size and SHA-256, and the operation still succeeded', async () => {
+    const tool = new ScriptedTool();
+    const noise = randomBytes(60_000).toString('base64');
+    tool.defaultBehaviour = { kind: 'succeed', result: { noise } };
+    const table = await freshTable(db.client);
+    const ledger = testLedger(db.client, table, [tool.tool]);
+    const out = await ledger.submit({ operationId: 'c-5', arguments: { target: 'x' } });
+    expect(out.record.state).toBe('succeeded');
+    const json = JSON.stringify({ noise });
+    expect(JSON.parse(out.record.result ?? 'null')).toEqual({
+      truncated: true,
+      size: Buffer.byteLength(json),
+      sha256: createHash('sha256').update(json).digest('hex'),
     });
     expect(tool.effects).toHaveLength(1);
   });
