@@ -92,8 +92,9 @@ export interface RunInput<T = unknown> {
    */
   arguments: unknown;
   /**
-   * Performs the effect, at most once per claim. Return the result (stored after `sanitizeResult`,
-   * at most 32 KiB: a larger one is stored as `{truncated, size, sha256}`), or throw
+   * Performs the effect, at most once per claim. Return the result (sent whole after `sanitizeResult`
+   * when its JSON is at most {@link MAX_RESULT_BYTES}, what the API's request body can carry; a larger
+   * one is sent as `{truncated, size, sha256}`), or throw
    * `TerminalToolError` (known failure), `NotAppliedError` (known not started) or anything else
    * (outcome unknown). Honour `ctx.signal`.
    */
@@ -160,8 +161,11 @@ export interface RunTransport {
   deadlineMs: number;
 }
 
-/** Largest stored result, UTF-8 bytes (the tool-ledger contract, §4). */
-export const MAX_RESULT_BYTES = 32 * 1024;
+/**
+ * Largest result sent whole, UTF-8 bytes of its JSON: the API takes request bodies of up to 256 KiB,
+ * and the outcome's other fields need room beside it.
+ */
+export const MAX_RESULT_BYTES = 240 * 1024;
 
 /** Largest stored error message, UTF-8 bytes. */
 const MAX_MESSAGE_BYTES = 1024;
@@ -503,9 +507,9 @@ function boundedMessage(message: string): string {
 }
 
 /**
- * The result as the ledger stores it (the contract, §4): sanitized, JSON, at most 32 KiB (a larger
- * one becomes `{truncated, size, sha256}`). A sanitizer that throws stores `null`: the effect
- * happened, so the outcome must still be recorded.
+ * The result as it is sent to the ledger: sanitized, JSON, whole up to {@link MAX_RESULT_BYTES} (a
+ * larger one becomes `{truncated, size, sha256}`: the request could not carry it). A sanitizer that
+ * throws sends `null`: the effect happened, so the outcome must still be recorded.
  */
 function storedResult<T>(value: T, sanitize: ((result: T) => unknown) | undefined): unknown {
   let json: string;

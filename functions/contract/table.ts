@@ -98,6 +98,14 @@ export const READ_KEY_PREFIX = `${OWN_KEY_NAMESPACE}read`;
 /** Per-tenant request counters: `pk = tool-ledger/limit#<tenant>`, `sk` = the epoch second counted. */
 export const LIMIT_KEY_PREFIX = `${OWN_KEY_NAMESPACE}limit`;
 
+/**
+ * Payload bodies kept in the table (functions/ledger/body-items.ts): an operation's large arguments or
+ * result, written once, beside the record rather than in it (`pk = tool-ledger/body#<hash of the
+ * operation's key>`, `sk` = what it holds). In the ledger's own namespace, so IAM can let a handler
+ * put bodies (`dynamodb:LeadingKeys`) without letting it put records.
+ */
+export const BODY_KEY_PREFIX = `${OWN_KEY_NAMESPACE}body#`;
+
 /** The leading part of every read-cache item's partition key (what IAM's `LeadingKeys` condition names). */
 export const READ_CACHE_KEY_PREFIX = `${READ_KEY_PREFIX}#`;
 
@@ -113,8 +121,12 @@ export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
  * A reader refuses a record of a later format than it knows (code rolled back over records written by
  * a newer release) rather than misread it; a record without the attribute is format 1. Raise it with
  * any change to what a record means, together with a reader of the older formats.
+ *
+ * Format 2: `arguments` and `result` may be stored compressed (a binary attribute) or elsewhere
+ * (`arguments_ref`, `result_ref`: a body item or an object), and `result_unavailable` says why a
+ * succeeded record holds no result. A format 1 reader would take a reference for a missing result.
  */
-export const RECORD_FORMAT = 1;
+export const RECORD_FORMAT = 2;
 
 /**
  * The ledger's identity item: written when the deployment is created (or when this release is first

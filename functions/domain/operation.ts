@@ -1,4 +1,5 @@
 import { downstreamKey } from './downstream-key';
+import type { PayloadRef, ResultUnavailable } from './payload';
 import type { OperationPolicy } from './policy';
 import type { OperationState } from './states';
 
@@ -52,7 +53,7 @@ export interface OperationRecord {
   tenant: string;
   operation_id: string;
   tool: string;
-  /** RFC 8785 canonical JSON of the normalized arguments. */
+  /** RFC 8785 canonical JSON of the normalized arguments (kept brotli-compressed when that is smaller). */
   arguments: string;
   arguments_digest: string;
   state: OperationState;
@@ -75,8 +76,15 @@ export interface OperationRecord {
   lease_owner?: string;
   /** Epoch milliseconds. */
   lease_expires_at?: number;
-  /** JSON text of the sanitized result (or `null`). */
+  /**
+   * JSON text of the sanitized result (or `null`): in the item, or, when `result_ref` names a body kept
+   * elsewhere, absent until loaded (engine/payloads.ts `loadResult`).
+   */
   result?: string;
+  /** Where a large result is kept, written before the commit that points to it. */
+  result_ref?: PayloadRef;
+  /** Why a succeeded record holds no result (`result` is `null`). */
+  result_unavailable?: ResultUnavailable;
   error?: OperationError;
   outcome_code?: string;
   /** Lease owner that wrote the last outcome; read back to verify a commit whose response was lost. */
@@ -136,6 +144,8 @@ export type OperationSnapshot = Pick<
   | 'attempt'
   | 'created_at'
   | 'result'
+  | 'result_ref'
+  | 'result_unavailable'
   | 'error'
   | 'outcome_code'
   | 'completed_at'
@@ -160,7 +170,10 @@ export interface OperationView {
   arguments_digest: string;
   attempt: number;
   replayed: boolean;
+  /** The stored result, whole; `null` when there is none (see `result_unavailable`). */
   result: unknown;
+  /** Why a succeeded operation has `result: null`: the result was not kept, and this says why. */
+  result_unavailable?: ResultUnavailable;
   error: { code: string; message: string; status?: number } | null;
   created_at: string;
   completed_at: string | null;
@@ -197,7 +210,20 @@ export interface ViewOptions {
 }
 
 /**
- * Renders a record as the API's operation body.
+ * The payloads a view needs were not loaded: a record whose result (or arguments) is kept elsewhere
+ * reaches {@link toView} only after engine/payloads.ts loaded it. Rendering `null` instead would be a
+ * wrong result, so it throws (an internal error, never an answer).
+ */
+export class PayloadNotLoadedError extends Error {
+  constructor(part: 'result' | 'arguments') {
+    super(`the operation's ${part} is kept elsewhere and was not loaded before rendering`);
+    this.name = 'PayloadNotLoadedError';
+  }
+}
+
+/**
+ * Renders a record as the API's operation body. A result or arguments kept outside the item must have
+ * been loaded first (engine/payloads.ts `withPayloads`).
  *
  * @example
  * ```ts
@@ -212,7 +238,7 @@ export function toView(record: OperationSnapshot, options: ViewOptions = {}): Op
     arguments_digest: record.arguments_digest,
     attempt: record.attempt,
     replayed: options.replayed ?? false,
-    result: record.result === undefined ? null : JSON.parse(record.result),
+    result: resultOf(record),
     error: record.error ?? null,
     created_at: record.created_at,
     completed_at: record.completed_at ?? null,
@@ -235,6 +261,18 @@ export function toView(record: OperationSnapshot, options: ViewOptions = {}): Op
   if (record.state === 'needs_reconciliation') view.action_required = 'operator_resolution';
   if (record.state === 'awaiting_approval') view.action_required = 'approval';
   if (options.includeHistory && record.history) view.history = record.history;
+  const unavailable =
+    record.result_unavailable ??
+    (record.state === 'succeeded' && record.outcome_code === 'sanitize_failed'
+      ? ({ code: 'sanitize_failed' } as const)
+      : undefined);
+  if (unavailable !== undefined) view.result_unavailable = unavailable;
   if (options.includeArguments) view.arguments = JSON.parse(record.arguments);
   return view;
+}
+
+function resultOf(record: OperationSnapshot): unknown {
+  if (record.result !== undefined) return JSON.parse(record.result);
+  if (record.result_ref !== undefined) throw new PayloadNotLoadedError('result');
+  return null;
 }

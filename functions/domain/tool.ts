@@ -76,7 +76,7 @@ export interface Tool<S extends z.$ZodType = z.$ZodType> {
   maxAttempts?: number;
   /** Retention of the terminal record, seconds. @default TOOL_LEDGER_RETENTION_SECONDS (30 days) */
   retention?: number;
-  /** Returns the JSON stored and returned (at most 32 KiB). @default identity */
+  /** Returns the JSON stored and returned (kept whole when it compresses to 32 KiB or less). @default identity */
   sanitizeResult?(result: unknown, args: z.output<S>): unknown;
   /** A coarse label of the target for logs (`filesystem`, `http`). @default the name's first segment */
   targetClass?: string;

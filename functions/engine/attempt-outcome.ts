@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { errorClass } from '../domain/errors';
+import { encodePayload, MAX_RESULT_BYTES, payloadSize } from '../domain/payload';
 import { type AnyTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { logger } from '../observability/logger';
 import { DeadlineExceededError } from './tool-invocation';
@@ -11,8 +12,45 @@ import type { AttemptOutcome } from './transitions';
  * verdict all store results by these rules, and an operator's recorded result obeys the same limit.
  */
 
-/** Largest stored result, UTF-8 bytes (the contract, §4). */
-export const MAX_RESULT_BYTES = 32 * 1024;
+export { MAX_RESULT_BYTES };
+
+/**
+ * Most bytes a result takes in its record's item, as stored (brotli-compressed where smaller): a
+ * result whose JSON is this long or whose compressed form fits is kept whole, however long its JSON
+ * (up to {@link MAX_RESULT_BYTES}).
+ */
+export const MAX_ITEM_RESULT_BYTES = 32 * 1024;
+
+/**
+ * Most UTF-8 bytes of a result kept whole where it is stored as text inside other JSON (a read's
+ * cached answer, kept by Powertools idempotency in an item of its own): escaping can grow it by a
+ * good part, and the item must stay under DynamoDB's 400 KB.
+ */
+export const MAX_TEXT_RESULT_BYTES = 192 * 1024;
+
+/**
+ * The JSON a result is recorded as (`storedAs: 'text'`: where it is kept uncompressed, up to
+ * {@link MAX_TEXT_RESULT_BYTES}): itself, whole, when its stored form fits in the item; else, until
+ * a deployment keeps results in an object store, `{truncated: true, size, sha256}` (the form every
+ * release before whole results stored above 32 KiB). Never an error: the effect happened, and its
+ * outcome must be recorded whatever its size.
+ *
+ * @example
+ * ```ts
+ * keptResult(JSON.stringify({ log: ciLog })); // the same text when it compresses to ≤ 32 KiB
+ * ```
+ */
+export function keptResult(json: string, storedAs: 'compressed' | 'text' = 'compressed'): string {
+  const size = payloadSize(json);
+  if (size <= MAX_ITEM_RESULT_BYTES) return json;
+  if (storedAs === 'text') {
+    if (size <= MAX_TEXT_RESULT_BYTES) return json;
+  } else if (size <= MAX_RESULT_BYTES && encodePayload(json, true).bytes.length <= MAX_ITEM_RESULT_BYTES) {
+    return json;
+  }
+  const sha256 = createHash('sha256').update(json, 'utf8').digest('hex');
+  return JSON.stringify({ truncated: true, size, sha256 });
+}
 
 /** Maps what `execute` threw to an outcome (the contract, §4): terminal, not applied, or unknown. */
 export function classify(error: unknown, durationMs: number): AttemptOutcome {
@@ -45,10 +83,15 @@ export function classify(error: unknown, durationMs: number): AttemptOutcome {
 }
 
 /**
- * Applies the tool's `sanitizeResult`, then the size limit. A sanitizer that throws stores `null`
+ * Applies the tool's `sanitizeResult`, then {@link keptResult}. A sanitizer that throws stores `null`
  * with outcome `sanitize_failed`: the effect happened, so the commit must still happen.
  */
-export function sanitize(tool: AnyTool, value: unknown, args: unknown): { json: string; code: string } {
+export function sanitize(
+  tool: AnyTool,
+  value: unknown,
+  args: unknown,
+  storedAs: 'compressed' | 'text' = 'compressed',
+): { json: string; code: string } {
   let json: string;
   try {
     const clean = tool.sanitizeResult ? tool.sanitizeResult(value, args) : value;
@@ -56,10 +99,5 @@ export function sanitize(tool: AnyTool, value: unknown, args: unknown): { json: 
   } catch {
     return { json: 'null', code: 'sanitize_failed' };
   }
-  const size = Buffer.byteLength(json, 'utf8');
-  if (size > MAX_RESULT_BYTES) {
-    const sha256 = createHash('sha256').update(json, 'utf8').digest('hex');
-    return { json: JSON.stringify({ truncated: true, size, sha256 }), code: 'succeeded' };
-  }
-  return { json, code: 'succeeded' };
+  return { json: keptResult(json, storedAs), code: 'succeeded' };
 }

@@ -4,7 +4,7 @@ import { StateChangedError, ValidationError } from '../domain/errors';
 import { assertIJsonValue } from '../domain/i-json';
 import { isCallerExecuted, type OperationError, type OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
-import { MAX_RESULT_BYTES } from './attempt-outcome';
+import { keptResult, MAX_RESULT_BYTES } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
 import { type AttemptOutcome, recordLateOutcome, recordOutcome } from './transitions';
@@ -110,8 +110,8 @@ function changed(record: OperationRecord, message: string): StateChangedError {
 }
 
 /**
- * Validates a caller's outcome and shapes it as an owner's: `result` only with `succeeded` (I-JSON, at
- * most 32 KiB as JSON: the caller sanitises it), `error` only without; its code in the record's error,
+ * Validates a caller's outcome and shapes it as an owner's: `result` only with `succeeded` (I-JSON, the
+ * caller sanitises it; kept whole when its compressed form fits in the item, see `keptResult`), `error` only without; its code in the record's error,
  * prefixed `caller.` in the outcome code that log lines carry (so a caller's code can never pass for
  * one of the ledger's own), its message stored (at most 1 KiB) and never logged.
  */
@@ -137,7 +137,7 @@ function callerOutcome(request: CallerOutcomeRequest, durationMs: number): Attem
         { path: '$.result', message: 'too large' },
       ]);
     }
-    return { state: outcome, outcomeCode: 'succeeded', result, durationMs };
+    return { state: outcome, outcomeCode: 'succeeded', result: keptResult(result), durationMs };
   }
   if (request.result !== undefined) {
     throw new ValidationError('result is only accepted with outcome "succeeded"', [

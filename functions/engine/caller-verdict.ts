@@ -3,7 +3,7 @@ import { downstreamKey } from '../domain/downstream-key';
 import { StateChangedError, ValidationError } from '../domain/errors';
 import { assertIJsonValue } from '../domain/i-json';
 import { isCallerExecuted, type OperationRecord } from '../domain/operation';
-import { MAX_RESULT_BYTES } from './attempt-outcome';
+import { keptResult, MAX_RESULT_BYTES } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
 import { CALLER_VERDICTS, type CallerVerdict, recordCallerVerdict } from './transitions';
@@ -62,6 +62,7 @@ export async function decideCallerVerdict(
         { path: '$.result', message: 'too large' },
       ]);
     }
+    resultJson = keptResult(resultJson);
   } else if (request.result !== undefined) {
     throw new ValidationError('result is only accepted with verdict "applied"', [
       { path: '$.result', message: 'invalid' },

@@ -156,7 +156,8 @@ async function runRead(
     const value = await underDeadline(deadlineAt, deps.clock, (signal) =>
       call.tool.execute(call.args, toolContext(identity, signal)),
     );
-    const { json, code } = sanitize(call.tool, value, call.args);
+    // A read's answer is cached as text inside Powertools' item (ledger/read-cache.ts).
+    const { json, code } = sanitize(call.tool, value, call.args, 'text');
     const stored: StoredRead = {
       result: json,
       outcome_code: code,

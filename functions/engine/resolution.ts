@@ -2,7 +2,7 @@ import { StateChangedError, ValidationError } from '../domain/errors';
 import { assertIJsonValue } from '../domain/i-json';
 import type { OperationRecord } from '../domain/operation';
 import type { OperationState } from '../domain/states';
-import { MAX_RESULT_BYTES } from './attempt-outcome';
+import { keptResult, MAX_RESULT_BYTES } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
 import { toolOf } from './stored-call';
@@ -66,6 +66,7 @@ export async function resolveOperation(
         { path: '$.result', message: 'too large' },
       ]);
     }
+    resultJson = keptResult(resultJson);
   } else if (request.result !== undefined) {
     throw new ValidationError('result is only accepted with outcome "applied"', [
       { path: '$.result', message: 'invalid' },

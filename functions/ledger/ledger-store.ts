@@ -42,6 +42,12 @@ export interface LedgerStoreOptions {
   /** A DynamoDB client (tests pass one pointing at dynalite). */
   client: DynamoDBClient;
   tableName: string;
+  /**
+   * Keep arguments and results brotli-compressed in the item when that makes them smaller (readers see
+   * the same JSON either way). Off only to measure what compression saves (`npm run bench`).
+   * @default true
+   */
+  compressPayloads?: boolean;
 }
 
 /**
@@ -65,10 +71,13 @@ export class LedgerStore implements OperationStore {
   readonly client: DynamoDBClient;
   /** Read-tool results, in items of their own in the same table (ledger/read-cache.ts). */
   readonly readCache: ReadCache;
+  /** Whether arguments and results are compressed at rest where smaller. */
+  readonly compressPayloads: boolean;
 
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
+    this.compressPayloads = options.compressPayloads ?? true;
     this.readCache = lazyReadCache(options.client, options.tableName);
   }
 
@@ -107,7 +116,7 @@ export class LedgerStore implements OperationStore {
         this.client.send(
           new PutItemCommand({
             TableName: this.tableName,
-            Item: toItem(item),
+            Item: toItem(item, this.compressPayloads),
             ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
             ExpressionAttributeValues: { ':now': { N: String(nowSeconds) } },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -146,7 +155,7 @@ export class LedgerStore implements OperationStore {
    * ```
    */
   async transition(record: OperationRecord, write: TransitionWrite): Promise<WriteResult> {
-    const { update, condition, names, values, next } = transitionUpdate(record, write);
+    const { update, condition, names, values, next } = transitionUpdate(record, write, this.compressPayloads);
     const key = { pk: record.pk, sk: record.sk };
     try {
       await call(() =>

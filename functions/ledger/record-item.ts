@@ -1,8 +1,16 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { convertToAttr, marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { RECORD_FORMAT } from '../contract/table';
+import { MAX_CANONICAL_ARGUMENTS_BYTES } from '../domain/digest';
 import { LedgerUnavailableError } from '../domain/errors';
 import type { HistoryEntry, OperationRecord } from '../domain/operation';
+import {
+  decodePayload,
+  encodePayload,
+  isPayloadRef,
+  MAX_RESULT_BYTES,
+  type PayloadRef,
+} from '../domain/payload';
 
 /**
  * How a record is stored as a DynamoDB item. The store talks to the low-level client and marshals
@@ -13,6 +21,12 @@ import type { HistoryEntry, OperationRecord } from '../domain/operation';
  * costs every write (the SDK's serializer and DynamoDB's validation walk it attribute by attribute)
  * for a field the ledger only ever appends to and shows. Items written before, with a map per entry,
  * read as they are, also when newer entries (text) were appended after the old ones.
+ *
+ * The arguments and the result are payloads (functions/domain/payload.ts): kept in the item as text
+ * (`S`, as every record before format 2) or brotli-compressed when that is smaller (`B`), or kept
+ * elsewhere and named by `arguments_ref` / `result_ref` (their JSON text). A record always reads back
+ * with the text of what is in the item and the reference of what is not; readers load the rest
+ * (engine/payloads.ts).
  */
 
 /**
@@ -89,9 +103,48 @@ export function historyText(entry: HistoryEntry): string {
  * await client.send(new PutItemCommand({ TableName, Item: toItem(record) }));
  * ```
  */
-export function toItem(record: OperationRecord): Record<string, AttributeValue> {
-  if (record.history === undefined) return toAttributes(record);
-  return toAttributes({ ...record, history: record.history.map(historyText) });
+export function toItem(record: OperationRecord, compress = true): Record<string, AttributeValue> {
+  const item: Record<string, unknown> = { ...record };
+  if (record.history !== undefined) item.history = record.history.map(historyText);
+  storePayload(item, 'arguments', record.arguments, undefined, compress);
+  storePayload(item, 'result', record.result, record.result_ref, compress);
+  return toAttributes(item);
+}
+
+/**
+ * The attribute of a payload kept in the item: its text, or its brotli bytes when `compress` and
+ * smaller. Used for a reservation's item and for a transition that sets a result.
+ *
+ * @example
+ * ```ts
+ * inlinePayload('{"ok":true}', true); // '{"ok":true}' (too short to gain from compression)
+ * ```
+ */
+export function inlinePayload(text: string, compress: boolean): string | Buffer {
+  // A result kept whole because its compressed form fits is always stored compressed.
+  const encoded = encodePayload(text, compress || text.length > 32 * 1024);
+  return encoded.encoding === 'br' ? encoded.bytes : text;
+}
+
+/** The text of a stored reference, as its attribute holds it. */
+export function refText(ref: PayloadRef): string {
+  return JSON.stringify(ref);
+}
+
+/** Puts a payload into an item's attributes: the reference when it is kept elsewhere, else inline. */
+function storePayload(
+  item: Record<string, unknown>,
+  name: 'arguments' | 'result',
+  text: string | undefined,
+  ref: PayloadRef | undefined,
+  compress: boolean,
+): void {
+  if (ref !== undefined) {
+    delete item[name];
+    item[`${name}_ref`] = refText(ref);
+  } else if (text !== undefined) {
+    item[name] = inlinePayload(text, compress);
+  }
 }
 
 /**
@@ -117,5 +170,31 @@ export function fromItem(item: Record<string, AttributeValue>): OperationRecord 
       typeof entry === 'string' ? (JSON.parse(entry) as HistoryEntry) : (entry as HistoryEntry),
     );
   }
+  readPayload(record, 'arguments', MAX_CANONICAL_ARGUMENTS_BYTES);
+  readPayload(record, 'result', MAX_RESULT_BYTES);
   return record;
+}
+
+/** A payload as the item holds it: compressed bytes decoded, a reference parsed (and checked for shape). */
+function readPayload(record: OperationRecord, name: 'arguments' | 'result', maxBytes: number): void {
+  const fields = record as unknown as Record<string, unknown>;
+  const value = fields[name];
+  if (value instanceof Uint8Array) {
+    try {
+      fields[name] = decodePayload(value, 'br', maxBytes);
+    } catch (error) {
+      throw new LedgerUnavailableError(`the record's stored ${name} do not decode`, error);
+    }
+  }
+  const refName = `${name}_ref`;
+  const ref = fields[refName];
+  if (ref === undefined) return;
+  let parsed: unknown;
+  try {
+    parsed = typeof ref === 'string' ? JSON.parse(ref) : ref;
+  } catch {
+    parsed = undefined;
+  }
+  if (!isPayloadRef(parsed)) throw new LedgerUnavailableError(`the record's ${refName} is malformed`);
+  fields[refName] = parsed;
 }

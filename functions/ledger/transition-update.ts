@@ -2,7 +2,7 @@ import { LEDGER_TABLE } from '../contract/table';
 import type { OperationRecord } from '../domain/operation';
 import { assertTransitions } from '../domain/states';
 import type { TransitionWrite } from '../engine/operation-store';
-import { historyText } from './record-item';
+import { historyText, inlinePayload } from './record-item';
 
 /** One transition as DynamoDB's UpdateItem takes it, and the record it leaves when it lands. */
 export interface TransitionUpdate {
@@ -23,7 +23,8 @@ export interface TransitionUpdate {
  * functions/ledger/record-item.ts), and the condition that the record is in the state it was read in
  * (exactly that one; a missing item fails it, since a missing attribute equals nothing) and, where
  * given, at the expected attempt, lease owner, digest, lease expiry, reconcile checks, attention time,
- * reservation and approval deadline. Throws, before anything is built, when the write does not expect the state the
+ * reservation and approval deadline. A result is written brotli-compressed when that is smaller
+ * (`compress`, functions/domain/payload.ts); `next` holds its text. Throws, before anything is built, when the write does not expect the state the
  * record was read in, or when the state machine (functions/domain/states.ts) does not allow the move
  * the write names.
  *
@@ -38,7 +39,11 @@ export interface TransitionUpdate {
  * // { update: 'SET #0=:0,#1=:1', condition: '#1=:2 AND #0=:3', … }
  * ```
  */
-export function transitionUpdate(record: OperationRecord, write: TransitionWrite): TransitionUpdate {
+export function transitionUpdate(
+  record: OperationRecord,
+  write: TransitionWrite,
+  compress = true,
+): TransitionUpdate {
   const expect = write.expect;
   if (expect.states.length !== 1 || expect.states[0] !== record.state) {
     // The new record is built from the one read: the write must be conditioned on its state.
@@ -54,7 +59,8 @@ export function transitionUpdate(record: OperationRecord, write: TransitionWrite
   for (const attr in write.set) {
     const value = write.set[attr as keyof OperationRecord];
     if (value !== undefined) {
-      x.assign(attr, value);
+      // A result is stored as the item stores it (compressed where smaller); the record keeps its text.
+      x.assign(attr, attr === 'result' && typeof value === 'string' ? inlinePayload(value, compress) : value);
       next[attr] = value;
     }
   }

@@ -1,9 +1,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import dynaliteDb from 'dynalite/db/index.js';
 import type { OperationRecord } from '../domain/operation';
 import { isTerminal } from '../domain/states';
+import { fromItem } from '../ledger/record-item';
 
 /**
  * Crash consistency of local mode's indexes. dynalite writes an item and its index entries as separate
@@ -115,7 +115,8 @@ async function repair(
   for await (const [, value] of range(level, keySpace.items(tableName))) {
     const item = value as Parameters<typeof dynaliteDb.createKey>[0];
     report.records += 1;
-    const record = unmarshall(item as unknown as Record<string, AttributeValue>) as OperationRecord;
+    // fromItem, not unmarshall: arguments and results may be kept compressed (ledger/record-item.ts).
+    const record = fromItem(storedAttributes(item as unknown as Record<string, AttributeValue>));
     if (!isTerminal(record.state)) report.unresolved += 1;
     if (record.state === 'queued') report.queued.push(record);
     for (const put of dynaliteDb.getIndexActions(indexes, null, item, table).puts) {
@@ -166,4 +167,17 @@ function isLocked(error: unknown): boolean {
     if ((e as { code?: string }).code === 'LEVEL_LOCKED') return true;
   }
   return false;
+}
+
+/**
+ * An item as dynalite keeps it on disk, in the form the SDK would give it back: binary attributes (a
+ * compressed payload) are base64 text there, bytes through the SDK.
+ */
+function storedAttributes(item: Record<string, AttributeValue>): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = { ...item };
+  for (const name of ['arguments', 'result']) {
+    const value = out[name] as { B?: unknown } | undefined;
+    if (typeof value?.B === 'string') out[name] = { B: Buffer.from(value.B, 'base64') };
+  }
+  return out;
 }

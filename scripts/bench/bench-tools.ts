@@ -32,7 +32,10 @@ export class EffectLog {
   }
 }
 
-const schema = z.object({ target: z.string(), n: z.number().int() }).strict();
+/** `document`: a real payload (a patch, a file, a JSON document) for the capacity bench. */
+const schema = z
+  .object({ target: z.string(), n: z.number().int(), document: z.unknown().optional() })
+  .strict();
 
 /** The write tool of the benchmark: the effect, plus a reconcile that asks the effect log. */
 export function benchWriteTool(effects: EffectLog): AnyTool {

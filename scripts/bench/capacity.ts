@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
 import { operationKey } from '../../functions/contract/keys';
@@ -16,6 +15,7 @@ import { benchWriteTool, type EffectLog } from './bench-tools';
 import { CapacityMeter, type CapacityTally, LEDGER_INDEXES } from './capacity-meter';
 import { type BenchLedger, benchLedger } from './ledger-side';
 import { createPowertoolsTable, lambdaContext, powertoolsHandler } from './powertools-baseline';
+import { realArguments } from './real-arguments';
 
 /** Capacity units per operation of one scenario at one argument size. */
 export interface CapacityRow {
@@ -25,13 +25,11 @@ export interface CapacityRow {
   pt: CapacityTally | undefined;
 }
 
-const schema = z.object({ target: z.string(), n: z.number().int() }).strict();
+const schema = z
+  .object({ target: z.string(), n: z.number().int(), document: z.unknown().optional() })
+  .strict();
 
-/** Arguments whose canonical JSON is about `bytes` long (random hex: nothing for a store to squeeze). */
-function sizedArguments(bytes: number, n: number, variant = ''): { target: string; n: number } {
-  const body = randomBytes(Math.ceil(bytes / 2)).toString('hex');
-  return { target: `${variant}${body}`.slice(0, Math.max(1, bytes - 24)), n };
-}
+type BenchArguments = ReturnType<typeof realArguments>;
 
 function benchTools(effects: EffectLog): AnyTool[] {
   return [
@@ -91,6 +89,11 @@ export async function capacityTable(
   );
   const ptMeter = new CapacityMeter(ptClient, snapshot, ['id'], []);
   const ledger = benchLedger(tlClient, tlTable, benchTools(effects));
+  // The same ledger storing arguments and results as plain text, as every release before compression:
+  // the "before" rows, measured in the same run.
+  const plainTable = 'bench-capacity-ledger-plain';
+  await ensureLedgerTable(tlClient, plainTable);
+  const plain = benchLedger(tlClient, plainTable, benchTools(effects), false);
   // The bench's own check of where an operation ended reads through an unmetered client: it is not
   // part of the operation, and a consistent read of the item would add 1 (9 at 32 KiB) to every row.
   const unmetered = new LedgerStore({ client: snapshot, tableName: tlTable });
@@ -107,15 +110,15 @@ export async function capacityTable(
   for (const bytes of sizes) {
     const measure = async (
       scenario: string,
-      tlRun: (id: string, args: { target: string; n: number }, i: number) => Promise<unknown>,
-      ptRun?: (id: string, args: { target: string; n: number }) => Promise<unknown>,
-      prepare?: (id: string, args: { target: string; n: number }) => Promise<void>,
+      tlRun: (id: string, args: BenchArguments, i: number) => Promise<unknown>,
+      ptRun?: (id: string, args: BenchArguments) => Promise<unknown>,
+      prepare?: (id: string, args: BenchArguments) => Promise<void>,
     ) => {
       const tl: CapacityTally[] = [];
       const ptTallies: CapacityTally[] = [];
       for (let i = 0; i < runs; i++) {
         const id = `cap-${scenario.replace(/[^a-z]+/g, '-')}-${bytes}-${i}`;
-        const args = sizedArguments(bytes, i);
+        const args = realArguments(bytes, i);
         if (prepare) await prepare(id, args);
         tlMeter.take();
         ptMeter.take();
@@ -134,6 +137,21 @@ export async function capacityTable(
       async (id, args) => expectState(await ledger.submit(id, 'bench.effect', args), 'succeeded'),
       async (id, args) => ptCall(id, args),
     );
+    await measure('first execution, before (plain text)', async (id, args) =>
+      expectState(await plain.submit(id, 'bench.effect', args), 'succeeded'),
+    );
+    await measure('approval → executed, before (plain text)', async (id, args) => {
+      const out = await submitAs(plain, id, 'bench.approved', args, 'sync', 'bench-agent');
+      expectState(out, 'awaiting_approval');
+      await decideApproval(plain.deps, newRequest(plain.deps), {
+        tenant: 'bench',
+        principal: 'bench-approver',
+        operationId: id,
+        decision: 'approve',
+        argumentsDigest: recordOf(out).arguments_digest,
+      });
+      await deliver(plain);
+    });
     await measure(
       'replay (cold cache)',
       async (id, args) => {

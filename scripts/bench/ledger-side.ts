@@ -39,11 +39,16 @@ export interface BenchLedger {
  * Builds tool-ledger on a table. Transition logs and metrics are silenced (Powertools idempotency
  * writes neither), everything else is the production engine.
  */
-export function benchLedger(client: DynamoDBClient, tableName: string, tools: AnyTool[]): BenchLedger {
+export function benchLedger(
+  client: DynamoDBClient,
+  tableName: string,
+  tools: AnyTool[],
+  compressPayloads = true,
+): BenchLedger {
   let offset = 0;
   const queue = new MemoryWorkQueue();
   const deps = createDeps({
-    store: new LedgerStore({ client, tableName }),
+    store: new LedgerStore({ client, tableName, compressPayloads }),
     tools: new ToolRegistry(tools),
     config: { ...loadConfig({}), tableName },
     queue,

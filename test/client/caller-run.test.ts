@@ -572,7 +572,7 @@ describe('ledger.run: classifying what execute threw', () => {
     expect(claims[1]!.claim_id).not.toBe(claims[0]!.claim_id);
   });
 
-  it('stores what sanitizeResult returns, null when it throws, and a digest for a result over 32 KiB', async () => {
+  it('sends what sanitizeResult returns, null when it throws, a 40 KB result whole, and a digest for one the API cannot carry', async () => {
     const results: unknown[] = [];
     for (const [value, sanitize] of [
       [
@@ -582,6 +582,7 @@ describe('ledger.run: classifying what execute threw', () => {
         },
       ],
       [{ big: 'x'.repeat(40_000) }, undefined],
+      [{ big: 'x'.repeat(300_000) }, undefined],
       [undefined, undefined],
     ] as const) {
       const s = await serve((_, r) => (r === 'claim' ? claimed(1) : settled('succeeded')));
@@ -597,12 +598,13 @@ describe('ledger.run: classifying what execute threw', () => {
       server = undefined;
     }
     expect(results[0]).toBeNull();
-    expect(results[1]).toEqual({
+    expect(results[1]).toEqual({ big: 'x'.repeat(40_000) });
+    expect(results[2]).toEqual({
       truncated: true,
-      size: 40_010,
+      size: 300_010,
       sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
-    expect(results[2]).toBeNull();
+    expect(results[3]).toBeNull();
   });
 });
 

@@ -51,6 +51,24 @@ describe('POST /v1/operations: the SPEC §5 status table', () => {
     expect(tool.effects).toHaveLength(1);
   });
 
+  it('a result of 150 KB of JSON is answered whole, and a replay answers the same result', async () => {
+    const result = {
+      log: Array.from({ length: 3_500 }, (_, i) => ({
+        line: i,
+        text: `step ${i % 17} passed in ${i % 7} ms`,
+      })),
+    };
+    expect(JSON.stringify(result).length).toBeGreaterThan(128 * 1024);
+    tool.next({ kind: 'succeed', result });
+    const first = await api.call(post('op-big'));
+    expect(first.status).toBe(201);
+    expect(first.body.result).toEqual(result);
+    const again = await api.call(post('op-big'));
+    expect(again.headers['Idempotent-Replayed']).toBe('true');
+    expect(JSON.stringify(again.body.result)).toBe(JSON.stringify(result));
+    expect(tool.effects).toHaveLength(1);
+  });
+
   it('a failed_terminal operation is also 201, with its error code and no argument values', async () => {
     tool.next({ kind: 'terminal', code: 'target_refused', status: 404 });
     const first = await api.call(post('op-t', { tool: 'test.effect', arguments: { target: 'canary-xyz' } }));

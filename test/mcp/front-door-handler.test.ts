@@ -52,6 +52,23 @@ describe('POST /mcp through the API handler', () => {
     expect(tool.effects).toHaveLength(1);
   });
 
+  it('answers a 150 KB result whole, and its replay carries the same result', async () => {
+    const result = {
+      log: Array.from({ length: 3_500 }, (_, i) => ({
+        line: i,
+        text: `step ${i % 17} passed in ${i % 7} ms`,
+      })),
+    };
+    expect(JSON.stringify(result).length).toBeGreaterThan(128 * 1024);
+    tool.next({ kind: 'succeed', result });
+    const first = await callWithId(client, 'test.effect', { target: 'big' }, 'mcp-h-big');
+    expect(body(first).result).toEqual(result);
+    const again = await callWithId(client, 'test.effect', { target: 'big' }, 'mcp-h-big');
+    expect(body(again)).toMatchObject({ replayed: true });
+    expect(JSON.stringify(body(again).result)).toBe(JSON.stringify(result));
+    expect(tool.effects).toHaveLength(1);
+  });
+
   it('refuses a write tool without an operation ID and creates no record', async () => {
     const result = await callWithId(client, 'test.effect', { target: 'a' });
     expect(result.isError).toBe(true);
