@@ -130,7 +130,17 @@ export interface Resolution {
 
 /** Filters of {@link ToolLedgerClient.list}. */
 export interface ListOptions {
-  state?: OperationState;
+  /**
+   * One state, several, `'unresolved'` (the default: every state that is not terminal, the
+   * reconciliation queue) or `'all'` (every state, terminal included).
+   */
+  state?: OperationState | readonly OperationState[] | 'unresolved' | 'all';
+  /** Only operations of this tool. */
+  tool?: string;
+  /** Only operations created at or after this time (a `Date`, or RFC 3339 with a zone). */
+  since?: Date | string;
+  /** Only operations created before this time. */
+  until?: Date | string;
   limit?: number;
   cursor?: string;
 }
@@ -387,7 +397,8 @@ export class ToolLedgerClient {
   }
 
   /**
-   * The tenant's unresolved operations, newest first (operator role).
+   * The tenant's operations, newest first (operator role): by default its unresolved ones; any
+   * state (`state: 'all'`), a tool and a creation window through the options.
    *
    * @example
    * ```ts
@@ -403,7 +414,13 @@ export class ToolLedgerClient {
       method: 'GET',
       path: '/v1/operations',
       query: {
-        state: options.state,
+        state:
+          typeof options.state === 'string' || options.state === undefined
+            ? options.state
+            : options.state.join(','),
+        tool: options.tool,
+        since: options.since instanceof Date ? options.since.toISOString() : options.since,
+        until: options.until instanceof Date ? options.until.toISOString() : options.until,
         limit: options.limit === undefined ? undefined : String(options.limit),
         cursor: options.cursor,
       },
