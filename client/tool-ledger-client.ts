@@ -1,5 +1,6 @@
 import type {
   CallResultKind,
+  Identity,
   Operation,
   OperationPage,
   OperationState,
@@ -455,6 +456,19 @@ export class ToolLedgerClient {
         : undefined;
     if (!tools) throw new UnexpectedResponseError(response.status, 'the tools response has no tools array');
     return tools as ToolDescription[];
+  }
+
+  /**
+   * Who the credentials are to the ledger: tenant, principal label and roles (`GET /v1/identity`), so
+   * a client can offer only the actions its caller may take.
+   */
+  async identity(): Promise<Identity> {
+    const { response } = await this.send({ method: 'GET', path: '/v1/identity', rule: 'plain' });
+    const body = parseJson(response);
+    if (!isRecord(body) || typeof body.tenant !== 'string' || !Array.isArray(body.roles)) {
+      throw new UnexpectedResponseError(response.status, 'the identity response has no tenant and roles');
+    }
+    return body as unknown as Identity;
   }
 
   private async decide(
