@@ -274,6 +274,28 @@ describe('tool-ledger list: any state, a tool, a time window', () => {
     expect(cli.connections()).toBe(before);
   });
 
+  it('GET /v1/identity says who the credentials are: tenant, principal label and roles, never the token', async () => {
+    const ask = async (token: string) => {
+      const response = await fetch(`${cli.endpoint}/v1/identity`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(response.status).toBe(200);
+      return {
+        text: await response.clone().text(),
+        body: (await response.json()) as Record<string, unknown>,
+      };
+    };
+    const operator = await ask('operator-a');
+    expect(operator.body).toMatchObject({ tenant: 'acme', roles: ['operator'] });
+    expect(typeof operator.body.principal).toBe('string');
+    expect(operator.text).not.toContain('operator-a');
+    expect((await ask('all-a')).body).toMatchObject({
+      tenant: 'acme',
+      roles: ['agent', 'approver', 'operator'],
+    });
+    expect((await ask('approver-b')).body).toMatchObject({ tenant: 'other', roles: ['approver'] });
+  });
+
   it('the API refuses the same bad filters with 400 naming the parameter', async () => {
     for (const [query, field] of [
       ['state=done', 'state'],
