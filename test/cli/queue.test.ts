@@ -254,6 +254,11 @@ describe('tool-ledger list: any state, a tool, a time window', () => {
       ['theirs-1', 'crm.create_contact', 'pending', 'caller'],
       ['ours-1', 'test.effect', 'succeeded', 'ledger'],
     ]);
+    const shown = await cli.run(['show', 'theirs-1']);
+    expect(shown.stdout).toMatch(/^executed by\s+its caller/m);
+    expect(shown.stdout).toMatch(/^claim until\s+\S+/m);
+    expect(shown.stdout).toMatch(/^downstream key\s+\S+/m);
+    expect((await cli.run(['show', 'ours-1'])).stdout).toMatch(/^executed by\s+the ledger$/m);
   });
 
   it.each([
