@@ -29,11 +29,19 @@ export function operationText(op: Operation, now: number): string {
     ['state', clean(op.state)],
     ['digest', clean(op.arguments_digest)],
     ['attempt', String(op.attempt)],
+    [
+      'executed by',
+      op.execution === 'caller'
+        ? 'its caller (an agent claims each attempt and runs the effect)'
+        : 'the ledger',
+    ],
   ];
   if (typeof op.agent_run_id === 'string') rows.push(['agent run', clean(op.agent_run_id)]);
   rows.push(['created', when(op.created_at, now)]);
   if (op.completed_at) rows.push(['completed', when(op.completed_at, now)]);
-  if (typeof op.lease_expires_at === 'string') rows.push(['lease until', when(op.lease_expires_at, now)]);
+  if (typeof op.lease_expires_at === 'string')
+    rows.push([op.execution === 'caller' ? 'claim until' : 'lease until', when(op.lease_expires_at, now)]);
+  if (typeof op.downstream_key === 'string') rows.push(['downstream key', clean(op.downstream_key)]);
   const approval = approvalText(op, now);
   if (approval) rows.push(['approval', approval]);
   // The deadline stays on the record after the decision; it only means something while nobody decided.
@@ -69,7 +77,12 @@ function approvalText(op: Operation, now: number): string | undefined {
 function resolutionText(op: Operation): string | undefined {
   const parts: string[] = [];
   if (typeof op.resolved_by === 'string') parts.push(`resolved by ${clean(op.resolved_by)}`);
-  if (op.reconciled === true) parts.push('reconciled (the reconciler asked the target)');
+  if (op.reconciled === true)
+    parts.push(
+      op.execution === 'caller' && typeof op.reconciled_by === 'string'
+        ? `reconciled by ${clean(op.reconciled_by)} (the caller's verdict)`
+        : 'reconciled (the reconciler asked the target)',
+    );
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
 

@@ -1,4 +1,4 @@
-import type { Operation, OperationPage, Problem, ToolDescription } from '../client/api-types';
+import type { Identity, Operation, OperationPage, Problem, ToolDescription } from '../client/api-types';
 import { ToolLedgerError, ToolLedgerRequestError, UnexpectedResponseError } from '../client/errors';
 import type { RequestSigner } from '../client/signer';
 import { type ListOptions, type Resolution, ToolLedgerClient } from '../client/tool-ledger-client';
@@ -48,6 +48,8 @@ export interface OperatorApi {
   reject(operationId: string, argumentsDigest: string): Promise<Operation>;
   resolve(operationId: string, resolution: Resolution): Promise<Operation>;
   tools(): Promise<ToolDescription[]>;
+  /** Who the credentials are: tenant, principal label, roles. */
+  identity(): Promise<Identity>;
   reconcile(): Promise<ReconcileReport>;
 }
 
@@ -125,6 +127,10 @@ export class HttpOperatorApi implements OperatorApi {
 
   tools(): Promise<ToolDescription[]> {
     return this.client.tools();
+  }
+
+  identity(): Promise<Identity> {
+    return this.client.identity();
   }
 
   async reconcile(): Promise<ReconcileReport> {

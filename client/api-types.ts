@@ -124,6 +124,14 @@ export interface ToolDescription {
 }
 
 /** One page of `GET /v1/operations`. */
+/** Who the credentials are to the ledger (`GET /v1/identity`): never the credential itself. */
+export interface Identity {
+  tenant: string;
+  /** A label of the principal (`token:c91cbbed`, an IAM ARN), as history entries name it. */
+  principal: string;
+  roles: ('agent' | 'approver' | 'operator')[];
+}
+
 export interface OperationPage {
   operations: Operation[];
   /** Opaque; pass it back to get the next page. Absent on the last page. */

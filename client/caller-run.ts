@@ -175,7 +175,7 @@ const DEFAULT_LEASE_SECONDS = 60;
 const CODE_PATTERN = /^[a-z0-9_.-]{1,64}$/;
 
 /** Stored for an unknown outcome instead of the thrown message, which may carry anything. */
-const UNKNOWN_OUTCOME_MESSAGE = 'the outcome of the attempt is unknown; it will be reconciled';
+const UNKNOWN_OUTCOME_MESSAGE = 'the outcome of the attempt is unknown';
 
 const ALL_STATES: readonly OperationState[] = [
   'awaiting_approval',

@@ -43,7 +43,15 @@ export {
 } from './adapters/result-envelope';
 export type { ModelToolCall, ToolCallContext, ToolCaller, ToolCallResult } from './adapters/run-tool-calls';
 export { runToolCalls } from './adapters/run-tool-calls';
-export type { Claim, Operation, OperationPage, OperationState, Problem, ToolDescription } from './api-types';
+export type {
+  Claim,
+  Identity,
+  Operation,
+  OperationPage,
+  OperationState,
+  Problem,
+  ToolDescription,
+} from './api-types';
 export { isTerminalState, TERMINAL_STATES } from './api-types';
 export type { BackoffPolicy } from './backoff';
 export { backoffDelay, DEFAULT_BACKOFF, parseRetryAfter } from './backoff';

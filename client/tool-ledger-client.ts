@@ -1,5 +1,6 @@
 import type {
   CallResultKind,
+  Identity,
   Operation,
   OperationPage,
   OperationState,
@@ -130,7 +131,17 @@ export interface Resolution {
 
 /** Filters of {@link ToolLedgerClient.list}. */
 export interface ListOptions {
-  state?: OperationState;
+  /**
+   * One state, several, `'unresolved'` (the default: every state that is not terminal, the
+   * reconciliation queue) or `'all'` (every state, terminal included).
+   */
+  state?: OperationState | readonly OperationState[] | 'unresolved' | 'all';
+  /** Only operations of this tool. */
+  tool?: string;
+  /** Only operations created at or after this time (a `Date`, or RFC 3339 with a zone). */
+  since?: Date | string;
+  /** Only operations created before this time. */
+  until?: Date | string;
   limit?: number;
   cursor?: string;
 }
@@ -387,7 +398,8 @@ export class ToolLedgerClient {
   }
 
   /**
-   * The tenant's unresolved operations, newest first (operator role).
+   * The tenant's operations, newest first (operator role): by default its unresolved ones; any
+   * state (`state: 'all'`), a tool and a creation window through the options.
    *
    * @example
    * ```ts
@@ -403,7 +415,13 @@ export class ToolLedgerClient {
       method: 'GET',
       path: '/v1/operations',
       query: {
-        state: options.state,
+        state:
+          typeof options.state === 'string' || options.state === undefined
+            ? options.state
+            : options.state.join(','),
+        tool: options.tool,
+        since: options.since instanceof Date ? options.since.toISOString() : options.since,
+        until: options.until instanceof Date ? options.until.toISOString() : options.until,
         limit: options.limit === undefined ? undefined : String(options.limit),
         cursor: options.cursor,
       },
@@ -438,6 +456,19 @@ export class ToolLedgerClient {
         : undefined;
     if (!tools) throw new UnexpectedResponseError(response.status, 'the tools response has no tools array');
     return tools as ToolDescription[];
+  }
+
+  /**
+   * Who the credentials are to the ledger: tenant, principal label and roles (`GET /v1/identity`), so
+   * a client can offer only the actions its caller may take.
+   */
+  async identity(): Promise<Identity> {
+    const { response } = await this.send({ method: 'GET', path: '/v1/identity', rule: 'plain' });
+    const body = parseJson(response);
+    if (!isRecord(body) || typeof body.tenant !== 'string' || !Array.isArray(body.roles)) {
+      throw new UnexpectedResponseError(response.status, 'the identity response has no tenant and roles');
+    }
+    return body as unknown as Identity;
   }
 
   private async decide(

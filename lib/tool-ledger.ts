@@ -157,10 +157,11 @@ export class ToolLedger extends Construct {
     // POST /v1/reconciliations runs a pass over the caller's tenant through `unresolved`, never the
     // deployment-wide `attention` index (SendMessage is needed anyway: an approval enqueues). The
     // indexes project keys (and the states filtered on): readers fetch whole items with BatchGetItem.
+    // `operations` serves the listing of any state, tool or time window (`tool-ledger list`).
     ledgerTable.grant(
       api.role,
       ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
-      [LEDGER_TABLE.indexes.unresolved.name],
+      [LEDGER_TABLE.indexes.unresolved.name, LEDGER_TABLE.indexes.operations.name],
     );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);

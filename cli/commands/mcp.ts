@@ -7,8 +7,9 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_META_OPERATION_ID, ToolLedgerMcpClient } from '../../client/mcp';
 import { signingFetch } from '../../client/mcp-fetch';
-import { type Command, stringOption } from '../command';
+import { type Command, integerOption, stringOption } from '../command';
 import { type Connection, signerFor } from '../connection';
+import { MCP_META_ID_SOURCE, SESSION_WINDOW_SECONDS, SessionWindow } from '../mcp-session-window';
 import { UsageError } from '../usage-error';
 
 /** Where operation IDs of the bridged calls come from. */
@@ -16,7 +17,12 @@ export type OperationIdSource =
   /** The MCP client sets `_meta["io.tool-ledger/operation-id"]`; a write without one is refused. */
   | 'caller'
   /** A call without one gets a fresh ID of its own at the bridge, kept across the bridge's retries. */
-  | 'per-call';
+  | 'per-call'
+  /**
+   * A call without one gets the ID of the session window: the same tool and canonical arguments name
+   * the same operation for `--session-window` seconds (cli/mcp-session-window.ts).
+   */
+  | 'session';
 
 /**
  * `tool-ledger mcp`: a stdio MCP server for desktop MCP clients that launch servers as processes
@@ -28,7 +34,7 @@ export const mcpCommand: Command = {
   name: 'mcp',
   role: 'agent',
   summary: 'a stdio MCP server that bridges to the deployment (for desktop MCP clients)',
-  usage: 'mcp [--operation-ids caller|per-call]',
+  usage: 'mcp [--operation-ids caller|per-call|session] [--session-window SECONDS]',
   description:
     'Serves MCP over stdin/stdout and forwards tools/list and tools/call to the deployment’s /mcp,\n' +
     'signed like every other command (--token, or --sigv4). Configure it as the command of an MCP\n' +
@@ -39,21 +45,37 @@ export const mcpCommand: Command = {
     '  --operation-ids per-call  a call without one gets a fresh ID at the bridge: for clients\n' +
     '                            that cannot set _meta. Each tools/call is then one operation:\n' +
     '                            the bridge’s own retries are safe, but a model that calls a tool\n' +
-    '                            again makes a new operation',
-  options: { 'operation-ids': { type: 'string' } },
+    '                            again makes a new operation\n' +
+    '  --operation-ids session   a call without one is named by the session: within\n' +
+    '                            --session-window seconds (default 600) of its first call, the same\n' +
+    '                            tool with the same arguments is the same operation and replays;\n' +
+    '                            two identical calls meant as two actions are then one',
+  options: { 'operation-ids': { type: 'string' }, 'session-window': { type: 'string' } },
   args: { min: 0, max: 0 },
   async run({ connection, values }) {
     const source = stringOption(values, 'operation-ids') ?? 'caller';
-    if (source !== 'caller' && source !== 'per-call') {
-      throw new UsageError('--operation-ids must be caller or per-call', 'mcp');
+    if (source !== 'caller' && source !== 'per-call' && source !== 'session') {
+      throw new UsageError('--operation-ids must be caller, per-call or session', 'mcp');
     }
-    await runStdioBridge(connection, { operationIds: source });
+    const window = integerOption(values, 'session-window', 'mcp', 1);
+    if (window !== undefined && source !== 'session') {
+      throw new UsageError('--session-window only applies with --operation-ids session', 'mcp');
+    }
+    if (window !== undefined && window > SESSION_WINDOW_SECONDS.max) {
+      throw new UsageError(`--session-window must be at most ${SESSION_WINDOW_SECONDS.max} seconds`, 'mcp');
+    }
+    await runStdioBridge(connection, {
+      operationIds: source,
+      ...(window === undefined ? {} : { sessionWindowSeconds: window }),
+    });
   },
 };
 
 /** Options of {@link runStdioBridge}. */
 export interface StdioBridgeOptions {
   operationIds: OperationIdSource;
+  /** With `session`: how long a call's window lasts. @default 600 */
+  sessionWindowSeconds?: number;
   /** @default process.stdin */
   stdin?: Readable;
   /** @default process.stdout */
@@ -81,6 +103,10 @@ export async function runStdioBridge(connection: Connection, options: StdioBridg
     }),
   );
   const ledger = new ToolLedgerMcpClient(deployment);
+  const window =
+    options.operationIds === 'session'
+      ? new SessionWindow((options.sessionWindowSeconds ?? SESSION_WINDOW_SECONDS.default) * 1000)
+      : undefined;
   const info = deployment.getServerVersion() ?? { name: 'tool-ledger', version: '0' };
   const instructions = deployment.getInstructions();
   const server = new Server(info, {
@@ -90,19 +116,25 @@ export async function runStdioBridge(connection: Connection, options: StdioBridg
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
     deployment.listTools(request.params, { signal: extra.signal }),
   );
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args, _meta } = request.params;
     let operationId = _meta?.[MCP_META_OPERATION_ID];
+    const fromWindow = operationId === undefined && window !== undefined;
     if (operationId === undefined && options.operationIds === 'per-call')
       operationId = `bridge:${randomUUID()}`;
+    if (fromWindow) operationId = window.idFor(name, args);
     if (typeof operationId !== 'string') {
       // Forwarded as it came: the ledger refuses a write without an ID, and says why.
       return deployment.callTool(request.params, undefined, { signal: extra.signal });
     }
-    return ledger.callTool(
+    const result = await ledger.callTool(
       { name, operationId, ...(args === undefined ? {} : { arguments: args }), ...(_meta ? { _meta } : {}) },
       { signal: extra.signal },
     );
+    // Marked, so a client (and the person reading its log) can tell the bridge chose the operation.
+    return fromWindow
+      ? { ...result, _meta: { ...result._meta, [MCP_META_ID_SOURCE]: 'session-window' } }
+      : result;
   });
   const stdin = options.stdin ?? process.stdin;
   const closed = new Promise<void>((resolve) => {

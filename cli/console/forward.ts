@@ -1,6 +1,6 @@
 import type { OperationState } from '../../client/api-types';
 import type { Resolution } from '../../client/tool-ledger-client';
-import { OPERATIONS_PATH, TOOLS_PATH } from '../../functions/contract/routes';
+import { IDENTITY_PATH, OPERATIONS_PATH, TOOLS_PATH } from '../../functions/contract/routes';
 import type { OperatorApi } from '../operator-api';
 import { type ConsoleProblem, problemOf } from './problems';
 
@@ -23,7 +23,7 @@ const OUTCOMES: readonly string[] = ['applied', 'not_applied', 'failed'];
 
 /**
  * The API calls the console makes, and nothing else: the reconciliation queue, one operation (with
- * its arguments and history), an approval, a resolution and the tools. Each is a call of the CLI's own
+ * its arguments and history), an approval, a resolution, the tools and who the credentials are. Each is a call of the CLI's own
  * {@link OperatorApi}, so the console signs, retries and reads problems exactly as `tool-ledger` does;
  * a path outside this list never reaches the API, whatever the page asks (the forwarder holds an
  * operator's credentials, and `POST /v1/operations` or a reconciliation pass are not the console's to
@@ -48,10 +48,16 @@ export async function forward(api: OperatorApi, request: PageRequest): Promise<F
     }
     const page = await api.list({
       ...(query.get('state') ? { state: query.get('state') as OperationState } : {}),
+      ...(query.get('tool') ? { tool: query.get('tool') as string } : {}),
       ...(limit !== null ? { limit: Number(limit) } : {}),
       ...(query.get('cursor') ? { cursor: query.get('cursor') as string } : {}),
     });
     return { status: 200, body: { operations: page.operations, next_cursor: page.cursor ?? null } };
+  }
+  if (path === IDENTITY_PATH) {
+    // The roles of the console's credentials: the page offers only the decisions they may take.
+    if (method !== 'GET') return { problem: problemOf('method_not_allowed') };
+    return { status: 200, body: await api.identity() };
   }
   if (path === TOOLS_PATH) {
     if (method !== 'GET') return { problem: problemOf('method_not_allowed') };

@@ -22,7 +22,8 @@ export const FIRST_EXECUTIONS_PER_SHARD =
   (PARTITION_WRITE_UNITS * PLANNED_PARTITION_USE) / INDEX_WRITES_PER_FIRST_EXECUTION;
 
 /**
- * The `unresolved` partition of a record: the tenant itself for shard 0, `tenant#n` for the others.
+ * The `unresolved` partition of a record (and its `operations` partition: both indexes spread a tenant
+ * over the same shards, so one shard count serves both): the tenant itself for shard 0, `tenant#n` for the others.
  * Shard 0 keeping the bare tenant means raising the shard count never strands existing records (a
  * tenant label cannot contain `#`, so no two tenants' partitions collide).
  */

@@ -58,8 +58,8 @@ const CALLER_OUTCOME_NAMES = ['succeeded', 'failed_terminal', 'failed_retryable'
  * The API: the contract's §5 and the routes of operations their caller executes (§14: the claim is
  * `POST /v1/operations` with `"execution": "caller"`; its heartbeat, outcome and any agent's verdict
  * have routes of their own, all `agent`), plus `POST /v1/reconciliations` (run one reconciler pass
- * now, for `tool-ledger reconcile`). Listing the tenant's unresolved operations and running a pass are
- * operator-only.
+ * now, for `tool-ledger reconcile`) and `GET /v1/identity` (who the caller is, for clients that show
+ * only what it may do). Listing the tenant's operations and running a pass are operator-only.
  */
 const ROUTE_TABLE = [
   {
@@ -150,6 +150,8 @@ const ROUTE_TABLE = [
   // No body model: the handler takes no body (or `{}`), and a pass has no options to validate yet.
   { id: 'reconcile', method: 'POST', path: '/v1/reconciliations', roles: ['operator'] },
   { id: 'tools', method: 'GET', path: '/v1/tools', roles: ['agent', 'approver', 'operator'] },
+  // Who the caller is to the ledger (tenant, principal, roles): clients show only what it may do.
+  { id: 'identity', method: 'GET', path: '/v1/identity', roles: ['agent', 'approver', 'operator'] },
   // The MCP front door (JSON-RPC bodies, checked by the handler): any role lists tools, `agent` calls them.
   { id: 'mcp', method: 'POST', path: '/mcp', roles: ['agent', 'approver', 'operator'] },
 ] as const satisfies readonly LedgerRoute[];
@@ -220,6 +222,9 @@ export const RECONCILIATIONS_PATH = routeOf('reconcile').path;
 
 /** The tools and their schemas. */
 export const TOOLS_PATH = routeOf('tools').path;
+
+/** Who the caller is: tenant, principal, roles. */
+export const IDENTITY_PATH = routeOf('identity').path;
 
 /** The route with this handle. */
 export function routeOf(id: RouteId): LedgerRoute {

@@ -35,9 +35,18 @@ export interface IndexSchema {
 export const UNRESOLVED_PROJECTION: readonly string[] = ['state', 'attention_at'];
 
 /**
+ * Non-key attributes the `operations` index projects: the tool, which a record never changes, so a
+ * transition never rewrites the entry (a state would: it is read from the item instead).
+ */
+export const OPERATIONS_PROJECTION: readonly string[] = ['tool'];
+
+/**
  * The table. Every operation is one item keyed `pk = <tenant>#<operation ID>`, `sk = op`; read-tool
- * cache items share the table under `sk = read`. Both indexes are sparse: a record carries their keys
- * only while it is unresolved, so their cost grows with the unresolved operations, never with the table.
+ * cache items share the table under `sk = read`. `attention` and `unresolved` are sparse: a record
+ * carries their keys only while it is unresolved, so their cost grows with the unresolved operations,
+ * never with the table. `operations` holds every operation of a tenant by creation time: its keys are
+ * written once, at reservation, and never change, so it costs one index write per operation and none
+ * per transition; its entries leave with their items (TTL).
  */
 export const LEDGER_TABLE = {
   partitionKey: { name: 'pk', type: 'S' },
@@ -58,6 +67,16 @@ export const LEDGER_TABLE = {
       partitionKey: { name: 'unresolved_tenant', type: 'S' },
       sortKey: { name: 'unresolved_at', type: 'N' },
       projection: { type: 'INCLUDE', attributes: UNRESOLVED_PROJECTION },
+    },
+    /**
+     * Every operation of a tenant, newest first (`GET /v1/operations` for any state, a tool, a time
+     * window): sharded within the tenant like `unresolved`, keyed by creation time, written once.
+     */
+    operations: {
+      name: 'operations',
+      partitionKey: { name: 'operations_tenant', type: 'S' },
+      sortKey: { name: 'operations_at', type: 'N' },
+      projection: { type: 'INCLUDE', attributes: OPERATIONS_PROJECTION },
     },
   },
 } as const satisfies {

@@ -102,6 +102,13 @@ export interface OperationRecord {
   unresolved_tenant?: string;
   /** Epoch milliseconds of creation, for newest-first listing. */
   unresolved_at?: number;
+  /**
+   * The `operations` index: the tenant's partition (sharded as `unresolved_tenant` is), written once
+   * at reservation and never changed. Absent on records reserved before the index existed.
+   */
+  operations_tenant?: string;
+  /** Epoch milliseconds of creation, the `operations` index's sort key; never changed. */
+  operations_at?: number;
   /** Epoch milliseconds; awaiting_approval only. */
   approval_deadline?: number;
   approval?: ApprovalRecord;

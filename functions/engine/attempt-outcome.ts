@@ -75,7 +75,7 @@ export function classify(error: unknown, durationMs: number): AttemptOutcome {
         : 'unknown_error';
   const stored: AttemptOutcome['error'] = {
     code,
-    message: 'the outcome of the attempt is unknown; it will be reconciled',
+    message: 'the outcome of the attempt is unknown',
   };
   if (error instanceof UncertainOutcomeError && error.status !== undefined) stored.status = error.status;
   logger.warn('attempt outcome unknown', { outcome_code: code, error_class: errorClass(error) });

@@ -86,6 +86,46 @@ export interface Page {
   cursor: string | undefined;
 }
 
+/** Which listing index a tenant's listing reads (functions/contract/table.ts). */
+export type ListingIndex = 'unresolved' | 'operations';
+
+/**
+ * One page of one tenant's listing. The engine (engine/read-operations.ts) picks the index and the
+ * filters; the store applies each filter in DynamoDB where the index projects its attribute (the
+ * state on `unresolved`, the tool on `operations`) and to the items otherwise, and never returns more
+ * than `limit` records.
+ */
+export interface ListingQuery {
+  /** `unresolved`: the reconciliation queue; `operations`: every operation reserved since the index exists. */
+  index: ListingIndex;
+  /** Records wanted at most. */
+  limit: number;
+  /**
+   * Index entries to read per shard in this call when a filter needs the items (most of what is read
+   * may not match); without one, `limit` is read. @default limit
+   */
+  read?: number;
+  /** Opaque; from a previous page of the same index. */
+  cursor?: string;
+  /** The tenant's partitions of the index. @default 1 */
+  shards?: number;
+  /** Creation time window, epoch ms: `since <= created < until`. */
+  since?: number;
+  until?: number;
+  /** Only records in one of these states. */
+  states?: readonly OperationState[];
+  /** Only records of this tool. */
+  tool?: string;
+  /** A further test on each whole record (the engine's: not expired). */
+  accept?: (record: OperationRecord) => boolean;
+}
+
+/** A listing page, and how many index entries it went through to find its records. */
+export interface ListingPage extends Page {
+  /** Index entries consumed (matched or not): what the next page starts after. */
+  examined: number;
+}
+
 /** A paging cursor the store did not issue (the caller gets 400 `validation_failed`, never a 5xx). */
 export class InvalidCursorError extends Error {
   constructor() {
@@ -145,11 +185,8 @@ export interface OperationStore {
     cursor?: string,
     shards?: number,
   ): Promise<Page>;
-  /** One page of a tenant's unresolved records, newest first, optionally of one state. */
-  listUnresolved(
-    tenant: string,
-    options: { state?: OperationState; limit: number; cursor?: string; shards?: number },
-  ): Promise<Page>;
+  /** One page of a tenant's listing, newest first (see {@link ListingQuery}). */
+  listTenant(tenant: string, query: ListingQuery): Promise<ListingPage>;
   /** Counts the unresolved records of the whole deployment (a cost that grows with them, not the table). */
   countOpen(): Promise<OpenOperations>;
   /** The short-lived cache of read-tool results (the contract, §4, `effect: 'read'`), kept beside the ledger. */

@@ -25,6 +25,21 @@ export function unresolvedFields(
   return fields;
 }
 
+/**
+ * The `operations` index attributes of a new record: its tenant's partition (the same shard as its
+ * `unresolved` entry) and its creation time. Written once, at reservation: no transition sets or
+ * removes them, so the index entry is never rewritten while the operation moves through its states.
+ */
+export function operationsIndexFields(
+  record: Pick<OperationRecord, 'pk' | 'tenant' | 'created_at'>,
+  config: LedgerConfig,
+): Pick<OperationRecord, 'operations_tenant' | 'operations_at'> {
+  return {
+    operations_tenant: unresolvedPartition(record.tenant, record.pk, config.unresolvedShards),
+    operations_at: Date.parse(record.created_at),
+  };
+}
+
 const ATTENTION = LEDGER_TABLE.indexes.attention;
 const UNRESOLVED = LEDGER_TABLE.indexes.unresolved;
 

@@ -24,6 +24,7 @@ import {
   ATTENTION_ATTRIBUTES,
   attentionExtra,
   attentionFor,
+  operationsIndexFields,
   terminalFields,
   UNRESOLVED_ATTRIBUTES,
   unresolvedFields,
@@ -157,6 +158,7 @@ async function putReservation(
   tool: AnyTool | undefined,
 ): Promise<Reservation> {
   const nowSeconds = Math.floor(req.now / 1000);
+  Object.assign(item, operationsIndexFields(item, deps.config));
   for (let i = 0; i < MAX_RESERVE_TRIES; i++) {
     const result = await deps.store.reserve(item, nowSeconds);
     const existing = result.created ? undefined : result.existing;
@@ -1068,7 +1070,9 @@ async function write(
   if (w.to !== undefined) {
     // `w` is each caller's own literal: the history entry goes on it instead of on a copy.
     const history: HistoryEntry = {
-      at: iso(req.now),
+      // The write's own time: a commit lands when its attempt ended (its `updated_at`, read from the
+      // clock then), not when the request that started the attempt began.
+      at: w.set.updated_at ?? iso(req.now),
       from: record.state,
       to: w.to,
       attempt: w.set.attempt ?? record.attempt,

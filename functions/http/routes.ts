@@ -1,11 +1,11 @@
-import { LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
+import { LEDGER_ROLES, LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
 import { passHoldBackMs } from '../contract/time-budget';
 import { AccessError, LedgerError, StateChangedError, ValidationError } from '../domain/errors';
 import { toView } from '../domain/operation';
 import { parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
 import { decideApproval } from '../engine/approval';
-import { getOperation, listUnresolved } from '../engine/read-operations';
+import { getOperation, listOperations } from '../engine/read-operations';
 import { passLogFields, reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
 import { submitOperation } from '../engine/submit-operation';
@@ -45,6 +45,7 @@ export interface Route extends RouteSpec {
  * contract without a handler here, or a handler without a route, does not compile.
  */
 const HANDLERS: Readonly<Record<RouteId, (ctx: RouteContext) => Promise<ApiResponse>>> = {
+  identity: whoAmI,
   submit,
   list,
   read,
@@ -117,6 +118,24 @@ async function submit(context: RouteContext): Promise<ApiResponse> {
 
 export { operationIdParam, submitResponse };
 
+/**
+ * `GET /v1/identity`: who the credentials are to the ledger: the tenant, the principal label (never
+ * the credential) and the roles, so a client shows only the actions its caller may take (the
+ * operators' console does). Every role may ask; nothing is read from the table.
+ *
+ * ```
+ * 200 {"tenant":"local","principal":"token:c91cbbed","roles":["agent","operator"]}
+ * ```
+ */
+async function whoAmI({ request, identity }: RouteContext): Promise<ApiResponse> {
+  request.query([]);
+  return respond(200, {
+    tenant: identity.tenant,
+    principal: identity.principal,
+    roles: LEDGER_ROLES.filter((role) => identity.roles.has(role)),
+  });
+}
+
 /** `GET /v1/operations/{id}[?include=arguments,history]`. */
 async function read({ deps, req, request, identity, params }: RouteContext): Promise<ApiResponse> {
   const include = parseInclude(request.query(['include']).include);
@@ -174,10 +193,14 @@ async function resolve(ctx: RouteContext): Promise<ApiResponse> {
   }
 }
 
-/** `GET /v1/operations?state=&limit=&cursor=`: the tenant's reconciliation queue, newest first. */
-async function list({ deps, request, identity }: RouteContext): Promise<ApiResponse> {
-  const query = request.query(['state', 'limit', 'cursor']);
-  const page = await listUnresolved(deps, identity.tenant, query);
+/**
+ * `GET /v1/operations?state=&tool=&since=&until=&limit=&cursor=`: the tenant's operations, newest
+ * first; by default its reconciliation queue (every unresolved state), or any state with
+ * `state=all` or a list of states (engine/read-operations.ts).
+ */
+async function list({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
+  const query = request.query(['state', 'tool', 'since', 'until', 'limit', 'cursor']);
+  const page = await listOperations(deps, req, identity.tenant, query);
   return respond(200, {
     operations: page.items.map((record) => toView(record)),
     next_cursor: page.cursor ?? null,

@@ -13,7 +13,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unresolvedPartitions } from '../contract/index-shards';
-import { LEDGER_TABLE } from '../contract/table';
+import { type IndexSchema, LEDGER_TABLE } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
 import type { OperationRecord } from '../domain/operation';
 import { assertTransition, type OperationState, type TransitionName } from '../domain/states';
@@ -21,6 +21,8 @@ import {
   InvalidCursorError,
   type ItemKey,
   type LateOutcomeExpectation,
+  type ListingPage,
+  type ListingQuery,
   type OpenOperations,
   type OperationStore,
   type Page,
@@ -31,7 +33,7 @@ import {
 import type { ReadCache } from '../engine/read-cache';
 import { decodeCursor, encodeCursor } from './cursor';
 import { fromAttributes, fromItem, toAttributes, toItem } from './record-item';
-import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
+import { readShards, type ShardPosition } from './sharded-listing';
 import { transitionUpdate } from './transition-update';
 
 const ATTENTION = LEDGER_TABLE.indexes.attention;
@@ -290,58 +292,127 @@ export class LedgerStore implements OperationStore {
   }
 
   /**
-   * One page of a tenant's unresolved records, newest first, optionally of one state. The index
-   * projects the state alone (the filter needs it); the page's items are then read whole with one
-   * consistent BatchGetItem, and a record resolved in between is dropped. With `shards` above 1 the
-   * tenant's entries are spread over that many partitions, read together and merged newest first.
+   * One page of a tenant's unresolved records, newest first, optionally of one state: the
+   * reconciliation queue ({@link LedgerStore.listTenant} on `unresolved`).
    */
   async listUnresolved(
     tenant: string,
     options: { state?: OperationState; limit: number; cursor?: string; shards?: number },
   ): Promise<Page> {
-    const shards = options.shards ?? 1;
+    const { items, cursor } = await this.listTenant(tenant, {
+      index: 'unresolved',
+      limit: options.limit,
+      ...(options.state === undefined ? {} : { states: [options.state] }),
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+      ...(options.shards === undefined ? {} : { shards: options.shards }),
+    });
+    return { items, cursor };
+  }
+
+  /**
+   * One page of a tenant's listing, newest first, through `unresolved` (the reconciliation queue) or
+   * `operations` (every operation). The creation window is the key condition; a filter on what the
+   * index projects (the state on `unresolved`, the tool on `operations`) runs in DynamoDB, anything
+   * else on the items, which are read with consistent BatchGetItem reads in the index's order and
+   * walked until the page is full. The cursor is the position after the last entry walked (one per
+   * shard when the tenant's entries are spread over `shards` partitions), so an entry read but not
+   * walked is read again by the next page, never skipped. A record that left the index in between
+   * (resolved, or replaced by a new reservation of an expired key) is dropped.
+   */
+  async listTenant(tenant: string, query: ListingQuery): Promise<ListingPage> {
+    const index = LEDGER_TABLE.indexes[query.index];
+    const projected = index.projection.type === 'INCLUDE' ? index.projection.attributes : [];
+    const shards = query.shards ?? 1;
     const partitions = unresolvedPartitions(tenant, shards);
-    const queryShard = async (shard: number, from: Record<string, unknown> | undefined) => {
+    const states = query.states;
+    const byState = states !== undefined && projected.includes('state');
+    const byTool = query.tool !== undefined && projected.includes('tool');
+    const onItems = (states !== undefined && !byState) || (query.tool !== undefined && !byTool);
+    const perShard = onItems ? Math.max(query.limit, query.read ?? query.limit) : query.limit;
+    const from = query.since ?? 0;
+    const to = query.until === undefined ? undefined : query.until - 1;
+    const window = query.since !== undefined || query.until !== undefined;
+
+    const queryShard = async (shard: number, start: Record<string, unknown> | undefined) => {
+      const values: Record<string, unknown> = { ':tenant': partitions[shard] };
+      const names: Record<string, string> = {};
+      let keyCondition = `${index.partitionKey.name} = :tenant`;
+      if (window) {
+        keyCondition += ` AND ${index.sortKey.name} BETWEEN :from AND :to`;
+        values[':from'] = from;
+        values[':to'] = to ?? Number.MAX_SAFE_INTEGER;
+      }
+      const filters: string[] = [];
+      if (byState && states) {
+        names['#state'] = 'state';
+        filters.push(`#state IN (${states.map((_, i) => `:s${i}`).join(', ')})`);
+        states.forEach((state, i) => {
+          values[`:s${i}`] = state;
+        });
+      }
+      if (byTool) {
+        names['#tool'] = 'tool';
+        filters.push('#tool = :tool');
+        values[':tool'] = query.tool;
+      }
       const input: PlainQuery = {
         TableName: this.tableName,
-        IndexName: UNRESOLVED.name,
-        KeyConditionExpression: `${UNRESOLVED.partitionKey.name} = :tenant`,
-        ExpressionAttributeValues: { ':tenant': partitions[shard] },
+        IndexName: index.name,
+        KeyConditionExpression: keyCondition,
+        ExpressionAttributeValues: values,
         ScanIndexForward: false,
-        Limit: options.limit,
-        ExclusiveStartKey: from,
+        Limit: perShard,
+        ExclusiveStartKey: start,
       };
-      if (options.state !== undefined) {
-        input.FilterExpression = '#state = :state';
-        input.ExpressionAttributeNames = { '#state': 'state' };
-        input.ExpressionAttributeValues[':state'] = options.state;
+      if (filters.length > 0) {
+        input.FilterExpression = filters.join(' AND ');
+        input.ExpressionAttributeNames = names;
       }
       const out = await this.query(input);
       return { entries: out.items, lastKey: out.lastKey };
     };
-    let entries: Record<string, unknown>[];
-    let cursor: string | undefined;
-    if (shards <= 1) {
-      const page = await queryShard(
-        0,
-        decodeCursor(options.cursor, {
-          partition: { attribute: UNRESOLVED.partitionKey.name, value: tenant },
-          sortAttribute: UNRESOLVED.sortKey.name,
-          tenant,
-        }),
-      );
-      entries = page.entries;
-      cursor = page.lastKey ? encodeCursor(page.lastKey) : undefined;
-    } else {
-      const positions = decodeShardedCursor(options.cursor, partitions, tenant);
-      const merged = await mergeShards(positions, options.limit, queryShard);
-      entries = merged.entries;
-      cursor = merged.positions ? encodeCursor({ shards: merged.positions }) : undefined;
+
+    const inWindow = (key: Record<string, unknown>) => {
+      const at = Number(key[index.sortKey.name]);
+      return at >= from && (to === undefined || at <= to);
+    };
+    const positions: ShardPosition[] =
+      shards <= 1
+        ? [singleShardPosition(query.cursor, index, tenant, inWindow)]
+        : decodeShardedCursor(query.cursor, partitions, tenant, index, inWindow);
+    const merged = await readShards(positions, queryShard, index);
+
+    const matches = (record: OperationRecord) =>
+      record[index.partitionKey.name as keyof OperationRecord] !== undefined &&
+      (states === undefined || states.includes(record.state)) &&
+      (query.tool === undefined || record.tool === query.tool) &&
+      (query.accept === undefined || query.accept(record));
+    const items: OperationRecord[] = [];
+    let walked = 0;
+    while (walked < merged.entries.length && items.length < query.limit) {
+      // Without a filter on the items nearly every entry is a record of the page: read what fills it.
+      const chunk = merged.entries.slice(walked, walked + (onItems ? 100 : query.limit - items.length));
+      const records = await this.fetchItems(chunk);
+      const byKey = new Map(records.map((r) => [`${r.pk}\u0000${r.sk}`, r]));
+      for (const entry of chunk) {
+        walked += 1;
+        const record = byKey.get(`${String(entry.pk)}\u0000${String(entry.sk)}`);
+        if (record && isSameEntry(record, entry, index) && matches(record)) items.push(record);
+        if (items.length >= query.limit) break;
+      }
     }
-    const items = (await this.fetchItems(entries)).filter(
-      (r) => r.unresolved_tenant !== undefined && (options.state === undefined || r.state === options.state),
-    );
-    return { items, cursor };
+    const next = merged.positionsAfter(walked);
+    let cursor: string | undefined;
+    if (next !== undefined) {
+      const only = next[0];
+      cursor =
+        shards <= 1
+          ? only && typeof only === 'object'
+            ? encodeCursor(only)
+            : undefined
+          : encodeCursor({ shards: next });
+    }
+    return { items, cursor, examined: walked };
   }
 
   /**
@@ -453,14 +524,37 @@ function isValidationException(error: unknown): boolean {
 }
 
 /**
+ * The position of a single-shard listing: its start, or the index key a cursor holds (checked by the
+ * cursor codec: this index, this tenant, inside the query's creation window).
+ */
+function singleShardPosition(
+  cursor: string | undefined,
+  index: IndexSchema,
+  tenant: string,
+  inWindow: (key: Record<string, unknown>) => boolean,
+): ShardPosition {
+  const key = decodeCursor(cursor, {
+    partition: { attribute: index.partitionKey.name, value: tenant },
+    sortAttribute: index.sortKey.name,
+    tenant,
+  });
+  if (key === undefined) return 'start';
+  // DynamoDB refuses a start key outside the key condition; a cursor of another window is not ours.
+  if (!inWindow(key)) throw new InvalidCursorError();
+  return key;
+}
+
+/**
  * Decodes a cursor of a sharded listing: one position per shard of this tenant, each `start`, `done`
- * or an index key of that very shard (checked by the cursor codec as a single-shard key is). Anything
- * else is {@link InvalidCursorError}.
+ * or an index key of that very shard in `index` (checked by the cursor codec as a single-shard key
+ * is, and inside the query's window). Anything else is {@link InvalidCursorError}.
  */
 function decodeShardedCursor(
   cursor: string | undefined,
   partitions: readonly string[],
   tenant: string,
+  index: IndexSchema,
+  inWindow: (key: Record<string, unknown>) => boolean,
 ): ShardPosition[] {
   if (cursor === undefined) return partitions.map(() => 'start');
   if (cursor.length > 16_384 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new InvalidCursorError();
@@ -484,13 +578,25 @@ function decodeShardedCursor(
     if (p === 'start' || p === 'done') return p;
     if (p === null || typeof p !== 'object' || Array.isArray(p)) throw new InvalidCursorError();
     const key = decodeCursor(encodeCursor(p as Record<string, unknown>), {
-      partition: { attribute: LISTING_KEY_ATTRIBUTES[2], value: partitions[n] as string },
-      sortAttribute: LISTING_KEY_ATTRIBUTES[3],
+      partition: { attribute: index.partitionKey.name, value: partitions[n] as string },
+      sortAttribute: index.sortKey.name,
       tenant,
     });
-    if (key === undefined) throw new InvalidCursorError();
+    if (key === undefined || !inWindow(key)) throw new InvalidCursorError();
     return key;
   });
+}
+
+/**
+ * The record is still the one the index entry was written for: a record resolved in between has left
+ * `unresolved`, and a key reused after expiry is a new reservation with a new creation time.
+ */
+function isSameEntry(record: OperationRecord, entry: Record<string, unknown>, index: IndexSchema): boolean {
+  const field = (name: string) => (record as unknown as Record<string, unknown>)[name];
+  return (
+    field(index.partitionKey.name) === entry[index.partitionKey.name] &&
+    field(index.sortKey.name) === entry[index.sortKey.name]
+  );
 }
 
 /**

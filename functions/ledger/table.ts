@@ -22,6 +22,8 @@ export const KEY_FIELDS: readonly (keyof OperationRecord)[] = [
   LEDGER_TABLE.indexes.attention.sortKey.name,
   LEDGER_TABLE.indexes.unresolved.partitionKey.name,
   LEDGER_TABLE.indexes.unresolved.sortKey.name,
+  LEDGER_TABLE.indexes.operations.partitionKey.name,
+  LEDGER_TABLE.indexes.operations.sortKey.name,
 ];
 
 /**

@@ -71,12 +71,14 @@ describe('API resource policy', () => {
       'POST /v1/operations/{id}/outcome',
       'POST /v1/operations/{id}/reconciliation',
       'GET /v1/tools',
+      'GET /v1/identity',
       'POST /mcp',
     ]);
     expect(routesFor(statements, role('acme-approver'))).toEqual([
       'GET /v1/operations/{id}',
       'POST /v1/operations/{id}/approval',
       'GET /v1/tools',
+      'GET /v1/identity',
       'POST /mcp',
     ]);
     expect(routesFor(statements, role('acme-ops'))).toEqual([
@@ -85,6 +87,7 @@ describe('API resource policy', () => {
       'POST /v1/operations/{id}/resolution',
       'POST /v1/reconciliations',
       'GET /v1/tools',
+      'GET /v1/identity',
       'POST /mcp',
     ]);
     // An admin of the account with execute-api:* is still refused: the Deny wins over identity policies.
@@ -108,6 +111,7 @@ describe('API resource policy', () => {
       'POST /v1/operations/{id}/outcome',
       'POST /v1/operations/{id}/reconciliation',
       'GET /v1/tools',
+      'GET /v1/identity',
       'POST /mcp',
     ]);
   });

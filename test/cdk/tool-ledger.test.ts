@@ -82,7 +82,7 @@ describe('ledger table', () => {
     template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('has the sparse attention and unresolved GSIs with the keys functions/ledger writes', () => {
+  it('has the sparse attention and unresolved GSIs and the write-once operations GSI with the keys functions/ledger writes', () => {
     const table = only(ofType('AWS::DynamoDB::Table'));
     expect(table.Properties.GlobalSecondaryIndexes).toEqual([
       {
@@ -101,6 +101,14 @@ describe('ledger table', () => {
         ],
         Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['state', 'attention_at'] },
       },
+      {
+        IndexName: 'operations',
+        KeySchema: [
+          { AttributeName: 'operations_tenant', KeyType: 'HASH' },
+          { AttributeName: 'operations_at', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['tool'] },
+      },
     ]);
     expect(table.Properties.AttributeDefinitions).toEqual(
       expect.arrayContaining([
@@ -108,6 +116,8 @@ describe('ledger table', () => {
         { AttributeName: 'attention_at', AttributeType: 'N' },
         { AttributeName: 'unresolved_tenant', AttributeType: 'S' },
         { AttributeName: 'unresolved_at', AttributeType: 'N' },
+        { AttributeName: 'operations_tenant', AttributeType: 'S' },
+        { AttributeName: 'operations_at', AttributeType: 'N' },
       ]),
     );
   });
@@ -320,7 +330,7 @@ describe('least privilege', () => {
         .flatMap((s) => [...JSON.stringify(s.Resource).matchAll(/\/index\/([a-z]+)/g)].map((m) => m[1]))
         .sort();
     };
-    expect(queriedIndexes('HTTP API')).toEqual(['unresolved']);
+    expect(queriedIndexes('HTTP API')).toEqual(['operations', 'unresolved']);
     expect(queriedIndexes('reconciler')).toEqual(['attention']);
     expect(queriedIndexes('SQS executor')).toEqual([]);
     expect(routesOf('operator').map((r) => `${r.method} ${r.path}`)).toContain('POST /v1/reconciliations');

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { submitCallerOperation } from '../../functions/engine/caller-submit';
 import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
 import { type CliHarness, serveCli } from './support';
@@ -45,10 +46,18 @@ describe('tool-ledger list', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const lines = stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+TOOL\s+STATE\s+ATTEMPT\s+AGE\s+DIGEST$/);
+    expect(lines[0]).toMatch(/^ID\s+TOOL\s+STATE\s+EXECUTOR\s+ATTEMPT\s+AGE\s+DIGEST$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['u-2', 'u-1']);
     const u1 = lines[2]!.split(/\s+/);
-    expect(u1).toEqual(['u-1', 'test.effect', 'uncertain', '1', '5m', first.arguments_digest.slice(0, 15)]);
+    expect(u1).toEqual([
+      'u-1',
+      'test.effect',
+      'uncertain',
+      'ledger',
+      '1',
+      '5m',
+      first.arguments_digest.slice(0, 15),
+    ]);
     expect(stdout).not.toContain('done-1');
     expect(stdout).not.toContain('theirs');
   });
@@ -58,7 +67,7 @@ describe('tool-ledger list', () => {
     const empty = await cli.run(['list', '--state', 'needs_reconciliation']);
     expect(empty).toMatchObject({
       code: 0,
-      stdout: 'no unresolved operations in state needs_reconciliation\n',
+      stdout: 'no operations in state needs_reconciliation\n',
     });
     const page1 = await cli.run(['list', '--state', 'uncertain', '--limit', '2']);
     expect(page1.code).toBe(0);
@@ -116,6 +125,197 @@ describe('tool-ledger list', () => {
     });
     expect(code).toBe(0);
     expect(stdout).toContain('env-1');
+  });
+});
+
+describe('tool-ledger list: any state, a tool, a time window', () => {
+  /** IDs in the order the table printed them. */
+  const ids = (stdout: string) =>
+    stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0]);
+
+  it('--state all lists finished operations too, newest first; a list of states keeps only those', async () => {
+    await succeeded('done-1');
+    cli.ledger.advance(1_000);
+    await uncertain('u-1');
+    await succeeded('done-2');
+    const all = await cli.run(['list', '--state', 'all']);
+    expect(all.code).toBe(0);
+    expect(ids(all.stdout)).toEqual(['done-2', 'u-1', 'done-1']);
+    const finished = await cli.run(['list', '--state', 'succeeded']);
+    expect(ids(finished.stdout)).toEqual(['done-2', 'done-1']);
+    const both = await cli.run(['list', '--state', 'uncertain,succeeded', '--json']);
+    const body = JSON.parse(both.stdout) as { operations: { operation_id: string; state: string }[] };
+    expect(body.operations.map((o) => [o.operation_id, o.state])).toEqual([
+      ['done-2', 'succeeded'],
+      ['u-1', 'uncertain'],
+      ['done-1', 'succeeded'],
+    ]);
+  });
+
+  it('--tool keeps one tool’s operations, whatever their state', async () => {
+    await succeeded('effect-1');
+    cli.ledger.advance(1_000);
+    const held = await cli.ledger.submit({
+      operationId: 'approve-1',
+      tool: 'test.approved',
+      arguments: { target: 'x' },
+    });
+    expect(held.record.state).toBe('awaiting_approval');
+    const effect = await cli.run(['list', '--state', 'all', '--tool', 'test.effect']);
+    expect(ids(effect.stdout)).toEqual(['effect-1']);
+    const approved = await cli.run(['list', '--state', 'all', '--tool', 'test.approved']);
+    expect(ids(approved.stdout)).toEqual(['approve-1']);
+    const none = await cli.run(['list', '--state', 'all', '--tool', 'test.unknown']);
+    expect(none).toMatchObject({ code: 0, stdout: 'no operations of tool test.unknown\n' });
+  });
+
+  it('--since and --until bound the creation time (absolute or back from now); the page hint repeats them', async () => {
+    await succeeded('old-1');
+    const startedAt = cli.ledger.deps.clock();
+    cli.ledger.advance(3 * 3_600_000);
+    await succeeded('mid-1');
+    await succeeded('mid-2');
+    cli.ledger.advance(30 * 60_000);
+    await succeeded('new-1');
+    const lastHour = await cli.run(['list', '--state', 'all', '--since', '1h']);
+    expect(ids(lastHour.stdout)).toEqual(['new-1', 'mid-2', 'mid-1']);
+    const until = new Date(cli.ledger.deps.clock() - 10 * 60_000).toISOString();
+    const asked = cli.ledger.deps.clock();
+    const window = await cli.run([
+      'list',
+      '--state',
+      'all',
+      '--since',
+      '2h',
+      '--until',
+      until,
+      '--limit',
+      '1',
+    ]);
+    const answered = cli.ledger.deps.clock();
+    expect(ids(window.stdout)).toEqual(['mid-2']);
+    // The hint carries the window as absolute times, so the next page continues the same query.
+    const hint =
+      /^more: tool-ledger list --state all --since (\S+) --until (\S+) --limit 1 --cursor (\S+)\n$/.exec(
+        window.stderr,
+      );
+    expect(hint?.[2]).toBe(until);
+    const since = Date.parse(hint?.[1] ?? '');
+    expect(since).toBeGreaterThanOrEqual(asked - 2 * 3_600_000);
+    expect(since).toBeLessThanOrEqual(answered - 2 * 3_600_000);
+    const next = await cli.run([
+      'list',
+      '--state',
+      'all',
+      '--since',
+      hint![1]!,
+      '--until',
+      until,
+      '--limit',
+      '1',
+      '--cursor',
+      hint![3]!.replace(/^'|'$/g, ''),
+    ]);
+    expect(ids(next.stdout)).toEqual(['mid-1']);
+    const before = await cli.run([
+      'list',
+      '--state',
+      'all',
+      '--until',
+      new Date(startedAt + 1).toISOString(),
+    ]);
+    expect(ids(before.stdout)).toEqual(['old-1']);
+  });
+
+  it('shows who executes each operation: the ledger, or the caller that claimed it', async () => {
+    await succeeded('ours-1');
+    cli.ledger.advance(1_000);
+    const out = await submitCallerOperation(cli.ledger.deps, cli.ledger.req(), {
+      tenant: 'acme',
+      principal: 'agent-1',
+      operationId: 'theirs-1',
+      tool: 'crm.create_contact',
+      arguments: { name: 'Ada' },
+      options: { leaseSeconds: 30 },
+    });
+    expect(out.kind).toBe('claimed');
+    const { code, stdout } = await cli.run(['list', '--state', 'all']);
+    expect(code).toBe(0);
+    const rows = stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/).slice(0, 4));
+    expect(rows).toEqual([
+      ['theirs-1', 'crm.create_contact', 'pending', 'caller'],
+      ['ours-1', 'test.effect', 'succeeded', 'ledger'],
+    ]);
+    const shown = await cli.run(['show', 'theirs-1']);
+    expect(shown.stdout).toMatch(/^executed by\s+its caller/m);
+    expect(shown.stdout).toMatch(/^claim until\s+\S+/m);
+    expect(shown.stdout).toMatch(/^downstream key\s+\S+/m);
+    expect((await cli.run(['show', 'ours-1'])).stdout).toMatch(/^executed by\s+the ledger$/m);
+  });
+
+  it.each([
+    [['--state', 'done'], '--state must be unresolved, all, or states separated by commas'],
+    [['--state', 'succeeded,bogus'], 'not bogus'],
+    [['--state', ''], '--state must be'],
+    [['--tool', 'Bad Tool'], '--tool must be a tool name'],
+    [['--since', 'yesterday'], '--since must be a time with a zone'],
+    [['--since', '2026-11-29T10:00:00'], '--since must be a time with a zone'],
+    [['--until', '5 minutes'], '--until must be a time with a zone'],
+    [['--since', '1h', '--until', '2h'], '--since must be before --until'],
+  ])('refuses %j before sending anything (exit 2, a message naming the option)', async (argv, message) => {
+    const before = cli.connections();
+    const result = await cli.run(['list', ...(argv as string[])]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(message);
+    expect(cli.connections()).toBe(before);
+  });
+
+  it('GET /v1/identity says who the credentials are: tenant, principal label and roles, never the token', async () => {
+    const ask = async (token: string) => {
+      const response = await fetch(`${cli.endpoint}/v1/identity`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(response.status).toBe(200);
+      return {
+        text: await response.clone().text(),
+        body: (await response.json()) as Record<string, unknown>,
+      };
+    };
+    const operator = await ask('operator-a');
+    expect(operator.body).toMatchObject({ tenant: 'acme', roles: ['operator'] });
+    expect(typeof operator.body.principal).toBe('string');
+    expect(operator.text).not.toContain('operator-a');
+    expect((await ask('all-a')).body).toMatchObject({
+      tenant: 'acme',
+      roles: ['agent', 'approver', 'operator'],
+    });
+    expect((await ask('approver-b')).body).toMatchObject({ tenant: 'other', roles: ['approver'] });
+  });
+
+  it('the API refuses the same bad filters with 400 naming the parameter', async () => {
+    for (const [query, field] of [
+      ['state=done', 'state'],
+      ['tool=Bad%20Tool', 'tool'],
+      ['since=yesterday', 'since'],
+      ['since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z', 'since'],
+    ] as const) {
+      const response = await fetch(`${cli.endpoint}/v1/operations?${query}`, {
+        headers: { authorization: 'Bearer operator-a' },
+      });
+      expect(response.status).toBe(400);
+      const problem = (await response.json()) as { code: string; issues: { path: string }[] };
+      expect(problem.code).toBe('validation_failed');
+      expect(problem.issues.map((e) => e.path)).toEqual([field]);
+    }
   });
 });
 

@@ -486,7 +486,7 @@ describe('ledger.run: classifying what execute threw', () => {
     expect(await outcomeOf(new UncertainOutcomeError('http_503', 'card 4242 failed'))).toEqual({
       token: 'tlc1.1.token1',
       outcome: 'uncertain',
-      error: { code: 'http_503', message: 'the outcome of the attempt is unknown; it will be reconciled' },
+      error: { code: 'http_503', message: 'the outcome of the attempt is unknown' },
     });
   });
 
@@ -695,7 +695,7 @@ describe('ledger.run: keeping the lease', () => {
         outcome: 'uncertain',
         error: {
           code: 'claim_lost',
-          message: 'the outcome of the attempt is unknown; it will be reconciled',
+          message: 'the outcome of the attempt is unknown',
         },
       },
     ]);

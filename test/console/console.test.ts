@@ -24,7 +24,8 @@ import { type RunningConsole, startConsole } from './console-process';
  * (docs/images); without it they leave the committed files alone.
  */
 
-const TOKENS = 'ops-token=local:operator+approver,agent-token=local:agent';
+const TOKENS =
+  'ops-token=local:operator+approver,agent-token=local:agent,approver-token=local:approver,opsonly-token=local:operator';
 const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 const SCREENSHOTS = process.env.TOOL_LEDGER_SCREENSHOTS === '1';
 
@@ -151,6 +152,8 @@ describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
     ).toEqual(history.map((e) => `${e.from ?? 'new'}>${e.to}`));
     if (SCREENSHOTS) await page.screenshot({ path: join(IMAGES, 'console-operation.png'), fullPage: true });
 
+    expect(await page.locator('input[name="outcome"]:checked').count()).toBe(0);
+    await page.getByLabel('applied: the effect happened').check();
     await page.getByLabel('Result to store').fill('{"checked": "by hand", "deploy": "seen"}');
     await page.getByRole('button', { name: 'Resolve…' }).click();
     const dialog = page.getByRole('dialog');
@@ -232,6 +235,7 @@ describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
     const elsewhere = await operator.resolve(id, { outcome: 'failed', attempt: 1 });
     expect(elsewhere.state).toBe('failed_terminal');
 
+    await page.getByLabel('applied: the effect happened').check();
     await page.getByLabel('Result to store').fill('{"late": true}');
     await page.getByRole('button', { name: 'Resolve…' }).click();
     const answered = page.waitForResponse((r) => r.url().endsWith('/resolution'));
@@ -256,6 +260,8 @@ describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
       if (request.method() === 'POST') decisions.push(request.url());
     });
     await openOperation(page, id);
+    await page.getByLabel('not applied: it did not happen').focus();
+    await page.keyboard.press('Space');
     await page.getByRole('button', { name: 'Resolve…' }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('dialog').waitFor();
@@ -280,6 +286,160 @@ describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
     await webhook.getByText('Arguments schema').click();
     expect(await webhook.locator('pre').textContent()).toContain('"url"');
     expect(foreignRequests(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('preselects no resolution: Resolve… without a choice says so and sends nothing', async () => {
+    const { id } = await uncertainOperation('nochoice');
+    const page = await openConsole();
+    await page.locator('.summary').waitFor(); // the queue has rendered: nothing replaces the next page
+    const decisions: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST') decisions.push(request.url());
+    });
+    await openOperation(page, id);
+    expect(await page.locator('input[name="outcome"]').count()).toBe(3);
+    expect(await page.locator('input[name="outcome"]:checked').count()).toBe(0);
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const problem = page.locator('.feedback .problem[data-code="validation_failed"]');
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain('choose what you found on the target first');
+    expect(await page.getByRole('dialog').isVisible()).toBe(false);
+    expect(decisions).toEqual([]);
+    expect(await getWithHistory(id)).toMatchObject({ state: 'uncertain', attempt: 1 });
+    await page.close();
+  });
+
+  it('says what each state means and what happens next; needs_reconciliation waits for a person', async () => {
+    const { id } = await uncertainOperation('texts');
+    const page = await openConsole();
+    await page.locator('.summary').waitFor(); // the queue has rendered: nothing replaces the next page
+    await openOperation(page, id);
+    const note = await page.getByTestId('state-note').textContent();
+    expect(note).toContain('The outcome of this attempt is unknown. The reconciler will check the target');
+    // The page's own module, in the page (a string, so the test runner leaves its import alone).
+    const notes = (await page.evaluate(`(async () => {
+      const views = await import('/views.js');
+      const of = (state, execution) => views.stateNote({ state, execution });
+      return {
+        needs: of('needs_reconciliation'),
+        callerUncertain: of('uncertain', 'caller'),
+        callerPending: of('pending', 'caller'),
+        succeeded: of('succeeded'),
+      };
+    })()`)) as Record<string, string>;
+    expect(notes.needs).toContain('will not try again by itself');
+    expect(notes.needs).toContain('Nothing happens until a person checks the target');
+    expect(notes.needs).not.toMatch(/will be reconciled|reconciler will/);
+    expect(notes.callerUncertain).toContain('waits for a verdict from its caller');
+    expect(notes.callerPending).toContain('Its caller holds the claim');
+    expect(notes.succeeded).toContain('Final');
+    // The stored error of an unknown outcome no longer promises what may not happen.
+    const record = await getWithHistory(id);
+    expect(JSON.stringify(record.error ?? {})).not.toContain('will be reconciled');
+    await page.close();
+  });
+
+  it('offers each decision only to credentials whose roles may take it (the page asks the API who it is)', async () => {
+    const { id: uncertainId } = await uncertainOperation('roles');
+    const heldId = key('held');
+    const held = await agent.call({
+      operationId: heldId,
+      tool: 'workspace.delete_file',
+      arguments: { path: `never-${heldId}.txt` },
+    });
+    expect(held.operation.state).toBe('awaiting_approval');
+    const approverConsole = await startConsole(stack.api, 'approver-token');
+    const operatorConsole = await startConsole(stack.api, 'opsonly-token');
+    try {
+      const open = async (run: RunningConsole, id: string) => {
+        const page = await browser.newPage();
+        await page.goto(run.url);
+        const read = page.waitForResponse((r) =>
+          r.url().includes(`/api/v1/operations/${encodeURIComponent(id)}?`),
+        );
+        const asked = page.waitForResponse((r) => r.url().endsWith('/api/v1/identity'));
+        await page.goto(`${run.origin}/#/operations/${encodeURIComponent(id)}`);
+        expect((await asked).status()).toBe(200);
+        await read;
+        await page.getByTestId('state-note').waitFor();
+        return page;
+      };
+      // An approver: approves, never resolves.
+      let page = await open(approverConsole, uncertainId);
+      expect(await page.getByRole('button', { name: 'Resolve…' }).count()).toBe(0);
+      expect(await page.getByTestId('role-note').textContent()).toContain('needs the operator role');
+      await page.close();
+      page = await open(approverConsole, heldId);
+      expect(await page.getByRole('button', { name: 'Approve…' }).count()).toBe(1);
+      await page.close();
+      // An operator without the approver role: resolves, never approves.
+      page = await open(operatorConsole, heldId);
+      expect(await page.getByRole('button', { name: 'Approve…' }).count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Reject…' }).count()).toBe(0);
+      expect(await page.getByTestId('role-note').textContent()).toContain('needs the approver role');
+      await page.close();
+      page = await open(operatorConsole, uncertainId);
+      expect(await page.getByRole('button', { name: 'Resolve…' }).count()).toBe(1);
+      await page.close();
+      expect(await operator.get(heldId)).toMatchObject({ state: 'awaiting_approval' });
+    } finally {
+      expect(await approverConsole.stop()).toBe(0);
+      expect(await operatorConsole.stop()).toBe(0);
+    }
+  });
+
+  it('shows an operation its caller executes: who executes, the claim’s lease, the caller’s verdict in the history at its own time', async () => {
+    const id = key('caller');
+    const send = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${stack.api}${path}`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer agent-token', 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const claimed = await send(
+      '/v1/operations',
+      { tool: 'crm.create_contact', arguments: { name: 'Ada' }, execution: 'caller', lease_seconds: 300 },
+      { 'idempotency-key': id },
+    );
+    expect(claimed.status).toBe(200);
+    const claim = claimed.body.claim as { token: string; lease_expires_at: string };
+    const page = await openConsole();
+    await openOperation(page, id);
+    const record = page.locator('dl.record').first();
+    expect(await record.textContent()).toContain('its caller: an agent claims each attempt');
+    expect(await record.textContent()).toContain(`Claim’s lease ends${claim.lease_expires_at}`);
+    expect(await page.getByTestId('state-note').textContent()).toContain('Its caller holds the claim');
+
+    const path = `/v1/operations/${encodeURIComponent(id)}`;
+    expect((await send(`${path}/outcome`, { token: claim.token, outcome: 'uncertain' })).status).toBe(200);
+    expect(
+      (await send(`${path}/reconciliation`, { attempt: 1, verdict: 'applied', result: { id: 7 } })).status,
+    ).toBe(200);
+    const reread = page.waitForResponse((r) =>
+      r.url().includes(`/api/v1/operations/${encodeURIComponent(id)}?`),
+    );
+    await page.reload();
+    await reread;
+    await page.getByTestId('verdict').waitFor();
+    const history = (await getWithHistory(id)).history as {
+      to: string;
+      at: string;
+      by: string;
+      code?: string;
+    }[];
+    expect(history.map((e) => e.to)).toEqual(['pending', 'uncertain', 'succeeded']);
+    const items = page.getByTestId('timeline').locator('li');
+    expect(
+      await items.locator('time').evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime'))),
+    ).toEqual(history.map((e) => e.at));
+    expect(await page.getByTestId('verdict').textContent()).toContain(
+      'the caller’s verdict: the effect happened',
+    );
+    expect(await items.last().textContent()).toContain('verdict_applied');
+    expect(await record.textContent()).toContain('checked the target and gave its caller’s verdict');
     await page.close();
   });
 

@@ -123,6 +123,7 @@ describe('the routes', () => {
       '/v1/operations/{id}/reconciliation',
       '/v1/reconciliations',
       '/v1/tools',
+      '/v1/identity',
       '/mcp',
     ]);
     expect(new Set(LEDGER_ROUTES.map((r) => r.id)).size).toBe(LEDGER_ROUTES.length);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { operationKey } from '../../functions/contract/keys';
 import { ValidationError } from '../../functions/domain/errors';
-import { listUnresolved } from '../../functions/engine/read-operations';
+import { listOperations } from '../../functions/engine/read-operations';
 import { mergeShards, type ShardPosition, type ShardQuery } from '../../functions/ledger/sharded-listing';
 import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
@@ -28,17 +28,20 @@ beforeAll(async () => {
     ledger.advance(5); // distinct creation times, so "newest first" has one answer
   }
   tool.next({ kind: 'succeed' });
-  await ledger.submit({ operationId: 'done', arguments: { target: 'done' } }); // terminal: never listed
+  await ledger.submit({ operationId: 'done', arguments: { target: 'done' } }); // terminal: listed with any state
 });
 async function readAll(options: {
   state?: string;
+  tool?: string;
+  since?: string;
+  until?: string;
   limit: number;
 }): Promise<{ ids: string[]; pages: number }> {
   const ids: string[] = [];
   let cursor: string | undefined;
   let pages = 0;
   do {
-    const page = await listUnresolved(ledger.deps, 'acme', { ...options, cursor });
+    const page = await listOperations(ledger.deps, ledger.req(), 'acme', { ...options, cursor });
     expect(page.items.length).toBeLessThanOrEqual(options.limit);
     ids.push(...page.items.map((r) => r.operation_id));
     cursor = page.cursor;
@@ -64,13 +67,52 @@ describe('the operators’ listing over a tenant’s unresolved shards', () => {
     }
   });
 
+  it('with every state, reads the operations index: terminal ones too, every operation once, newest first', async () => {
+    const all = ['done', ...expected.map((e) => e.id)];
+    for (const limit of [1, 5, 100]) {
+      expect((await readAll({ state: 'all', limit })).ids).toEqual(all);
+    }
+    expect((await readAll({ state: 'succeeded', limit: 2 })).ids).toEqual(['done']);
+    expect((await readAll({ state: 'succeeded,queued', limit: 2 })).ids).toEqual([
+      'done',
+      ...expected.filter((e) => e.state === 'queued').map((e) => e.id),
+    ]);
+    expect((await readAll({ state: 'all', tool: 'test.other', limit: 5 })).ids).toEqual([]);
+    expect((await readAll({ state: 'all', tool: 'test.t', limit: 5 })).ids).toEqual(all);
+  });
+
+  it('a creation window is the key condition: only what was created inside it, across pages', async () => {
+    const records = await Promise.all(expected.map((e) => ledger.store.get(operationKey('acme', e.id))));
+    const times = records.map((r) => Date.parse(String(r?.created_at)));
+    // expected is newest first: take the 5th to the 15th newest.
+    const since = new Date(times[14] as number).toISOString();
+    const until = new Date(times[4] as number).toISOString();
+    const { ids } = await readAll({ state: 'all', since, until, limit: 3 });
+    expect(ids).toEqual(expected.slice(5, 15).map((e) => e.id));
+    // A cursor of one window is refused under another (it would name a key outside the condition).
+    const page = await listOperations(ledger.deps, ledger.req(), 'acme', {
+      state: 'all',
+      since,
+      until,
+      limit: 3,
+    });
+    await expect(
+      listOperations(ledger.deps, ledger.req(), 'acme', {
+        state: 'all',
+        since: new Date((times[4] as number) + 1).toISOString(),
+        limit: 3,
+        cursor: page.cursor,
+      }),
+    ).rejects.toThrow(ValidationError);
+  });
+
   it('filters by state without losing the order', async () => {
     const { ids } = await readAll({ state: 'queued', limit: 3 });
     expect(ids).toEqual(expected.filter((e) => e.state === 'queued').map((e) => e.id));
   });
 
   it('refuses a cursor it did not issue: another tenant’s, a single-shard one, a reshaped one', async () => {
-    const page = await listUnresolved(ledger.deps, 'acme', { limit: 2 });
+    const page = await listOperations(ledger.deps, ledger.req(), 'acme', { limit: 2 });
     const cursor = page.cursor as string;
     const decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { shards: unknown[] };
     const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -86,11 +128,11 @@ describe('the operators’ listing over a tenant’s unresolved shards', () => {
       'not-a-cursor!',
     ];
     for (const bad of forged) {
-      await expect(listUnresolved(ledger.deps, 'acme', { limit: 2, cursor: bad })).rejects.toThrow(
-        ValidationError,
-      );
+      await expect(
+        listOperations(ledger.deps, ledger.req(), 'acme', { limit: 2, cursor: bad }),
+      ).rejects.toThrow(ValidationError);
     }
-    await expect(listUnresolved(ledger.deps, 'globex', { limit: 2, cursor })).rejects.toThrow(
+    await expect(listOperations(ledger.deps, ledger.req(), 'globex', { limit: 2, cursor })).rejects.toThrow(
       ValidationError,
     );
   });

@@ -157,11 +157,14 @@ describe('GET /v1/operations (the reconciliation queue)', () => {
     }
   });
 
-  it('a bad limit, state or cursor is 400 validation_failed', async () => {
+  it('a bad limit, state, tool, time or cursor is 400 validation_failed', async () => {
     for (const query of [
       [['limit', '0']],
       [['limit', 'ten']],
-      [['state', 'succeeded']],
+      [['state', 'finished']],
+      [['state', 'succeeded,bogus']],
+      [['tool', 'Not A Tool']],
+      [['until', '2026-11-29']],
       [['cursor', 'not-a-cursor!']],
     ] as [string, string][][]) {
       const res = await api.call({ path: '/v1/operations', token: 'operator-a', query });

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../cli/main';
+import { MCP_META_ID_SOURCE } from '../../cli/mcp-session-window';
 import { HttpAdapter } from '../../functions/local/http-adapter';
 import { META_REPLAYED } from '../../functions/mcp/protocol';
 import { type TestApi, testApi } from '../http/support';
@@ -102,6 +103,67 @@ describe('the stdio bridge', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('with --operation-ids session, the same tool and arguments replay within the window; other arguments run', async () => {
+    const client = await bridge('--operation-ids', 'session', '--session-window', '600');
+    try {
+      const first = await callWithId(client, 'test.effect', { target: 'w' });
+      const id = String(body(first).operation_id);
+      expect(id).toMatch(/^session:[0-9a-f-]{36}:\d+$/);
+      expect(first._meta?.[MCP_META_ID_SOURCE]).toBe('session-window');
+      expect(body(first)).toMatchObject({ state: 'succeeded', replayed: false });
+      const again = await callWithId(client, 'test.effect', { target: 'w' });
+      expect(body(again)).toMatchObject({ operation_id: id, replayed: true });
+      expect(again._meta?.[META_REPLAYED]).toBe(true);
+      const other = await callWithId(client, 'test.effect', { target: 'w2' });
+      expect(body(other).operation_id).not.toBe(id);
+      expect(tool.effects.filter((e) => e.operationId === id)).toHaveLength(1);
+      // An ID the client sets still wins.
+      const own = await callWithId(client, 'test.effect', { target: 'w' }, 'own-1');
+      expect(body(own)).toMatchObject({ operation_id: 'own-1', replayed: false });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a new session (a restarted bridge) is a new window: the same call runs again', async () => {
+    const first = await bridge('--operation-ids', 'session');
+    let id: string;
+    try {
+      id = String(body(await callWithId(first, 'test.effect', { target: 'restart' })).operation_id);
+    } finally {
+      await first.close();
+    }
+    const second = await bridge('--operation-ids', 'session');
+    try {
+      const again = await callWithId(second, 'test.effect', { target: 'restart' });
+      expect(body(again).operation_id).not.toBe(id);
+      expect(body(again)).toMatchObject({ replayed: false, state: 'succeeded' });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it.each([
+    [
+      ['--operation-ids', 'per-call', '--session-window', '60'],
+      '--session-window only applies with --operation-ids session',
+    ],
+    [
+      ['--operation-ids', 'session', '--session-window', '0'],
+      '--session-window must be an integer of at least 1',
+    ],
+    [['--operation-ids', 'session', '--session-window', '86401'], '--session-window must be at most 86400'],
+  ])('refuses %j as a usage error (exit 2)', async (argv, message) => {
+    const err: string[] = [];
+    const code = await main(['mcp', ...argv], {
+      stdout: () => undefined,
+      stderr: (text) => err.push(text),
+      env: {},
+    });
+    expect(code).toBe(2);
+    expect(err.join('')).toContain(message);
   });
 
   it('an unknown --operation-ids value is a usage error and nothing starts', async () => {

@@ -232,6 +232,20 @@ const ROUTES: RouteCase[] = [
       none: 401,
     },
   },
+  {
+    name: 'GET /v1/identity',
+    request: async () => ({ path: '/v1/identity' }),
+    expected: {
+      'agent-a': 200,
+      'approver-a': 200,
+      'operator-a': 200,
+      'all-a': 200,
+      'agent-b': 200,
+      'approver-b': 200,
+      'operator-b': 200,
+      none: 401,
+    },
+  },
 ];
 
 const CODES: Record<number, string> = { 401: 'unauthenticated', 403: 'forbidden', 404: 'not_found' };

@@ -90,3 +90,17 @@ export function resolve(id, resolution) {
 export async function tools() {
   return (await call('GET', '/v1/tools')).tools;
 }
+
+let identityOnce;
+
+/**
+ * Who the console's credentials are (`{tenant, principal, roles}`), asked once per page load: the
+ * pages offer only the decisions those roles may take.
+ */
+export function identity() {
+  identityOnce ??= call('GET', '/v1/identity').catch((error) => {
+    identityOnce = undefined;
+    throw error;
+  });
+  return identityOnce;
+}

@@ -74,7 +74,9 @@ export async function operationView(view, id) {
   focusHeading(view);
   let op;
   let argumentsHidden = false;
+  let roles;
   try {
+    roles = (await api.identity()).roles;
     try {
       op = await api.getOperation(id, ['arguments', 'history']);
     } catch (error) {
@@ -86,15 +88,16 @@ export async function operationView(view, id) {
     view.append(problemBox(error), backLink());
     return;
   }
-  renderOperation(view, op, argumentsHidden);
+  renderOperation(view, op, argumentsHidden, roles);
 }
 
-function renderOperation(view, op, argumentsHidden, notice) {
+function renderOperation(view, op, argumentsHidden, roles, notice) {
   heading(view, `Operation ${op.operation_id}`);
-  const panel = decisionPanel(view, op, argumentsHidden);
+  const panel = decisionPanel(view, op, argumentsHidden, roles);
   view.append(
     backLink(),
     ...(notice ? [notice] : []),
+    h('p', { class: 'state-note', 'data-testid': 'state-note' }, stateNote(op)),
     h(
       'div',
       { class: 'columns' },
@@ -163,18 +166,35 @@ function recordList(op) {
     ['Operation ID', h('code', {}, op.operation_id)],
     ['Tool', op.tool],
     ['State', stateBadge(op.state)],
+    [
+      'Executed by',
+      op.execution === 'caller'
+        ? 'its caller: an agent claims each attempt and runs the effect itself'
+        : 'the ledger: its tools module, through the work queue',
+    ],
     ['Attempt', String(op.attempt)],
     ['Arguments digest', digestCode(op.arguments_digest, { 'data-testid': 'digest' })],
     ['Created', `${op.created_at} (${age(op.created_at)} ago)`],
     ['Completed', op.completed_at ?? '—'],
   ];
   if (op.agent_run_id) rows.push(['Agent run', op.agent_run_id]);
-  if (op.lease_expires_at) rows.push(['Lease expires', op.lease_expires_at]);
+  if (op.lease_expires_at)
+    rows.push([
+      op.execution === 'caller' ? 'Claim’s lease ends' : 'Lease expires',
+      `${op.lease_expires_at}${op.execution === 'caller' ? ' (unless its caller sends a heartbeat)' : ''}`,
+    ]);
+  if (op.downstream_key) rows.push(['Downstream key', h('code', {}, op.downstream_key)]);
   if (op.approval_deadline) rows.push(['Approval deadline', op.approval_deadline]);
   if (op.approval)
     rows.push(['Approval', `${op.approval.decision} by ${op.approval.by} at ${op.approval.at}`]);
   if (op.resolved_by) rows.push(['Resolved by', op.resolved_by]);
-  if (op.reconciled) rows.push(['Reconciled', 'yes: the reconciler asked the target']);
+  if (op.reconciled)
+    rows.push([
+      'Reconciled',
+      op.execution === 'caller' && op.reconciled_by
+        ? `yes: ${op.reconciled_by} checked the target and gave its caller’s verdict`
+        : 'yes: the reconciler asked the target',
+    ]);
   if (op.error) rows.push(['Error', h('span', {}, h('code', {}, op.error.code), `: ${op.error.message}`)]);
   if (op.late_outcome) {
     const late = op.late_outcome;
@@ -212,20 +232,84 @@ function timeline(history) {
           { class: 'who' },
           `attempt ${entry.attempt} · by ${entry.by}`,
           entry.code ? h('span', {}, ' · ', h('code', {}, entry.code)) : null,
+          VERDICT_CODES[entry.code]
+            ? h('span', { class: 'verdict', 'data-testid': 'verdict' }, ` · ${VERDICT_CODES[entry.code]}`)
+            : null,
         ),
       ),
     ),
   );
 }
 
-function decisionPanel(view, op, argumentsHidden) {
-  if (op.state === 'awaiting_approval') return approvalPanel(view, op, argumentsHidden);
-  if (op.state === 'uncertain' || op.state === 'needs_reconciliation')
-    return resolutionPanel(view, op, argumentsHidden);
+/** History codes of a caller's verdict on its own uncertain attempt, and how the timeline says them. */
+const VERDICT_CODES = {
+  verdict_applied: 'the caller’s verdict: the effect happened',
+  verdict_not_applied: 'the caller’s verdict: the effect did not happen',
+};
+
+/** What the state means for this operation and what happens next, in one sentence or two. */
+export function stateNote(op) {
+  const caller = op.execution === 'caller';
+  switch (op.state) {
+    case 'awaiting_approval':
+      return `Waits for an approver’s decision${op.approval_deadline ? ` until ${op.approval_deadline}; then it is rejected` : ''}. Nothing runs before that.`;
+    case 'queued':
+      return 'Queued: a worker will run the next attempt.';
+    case 'pending':
+      return caller
+        ? 'Its caller holds the claim and runs the attempt. If the claim’s lease ends without an outcome, the attempt becomes uncertain.'
+        : 'A worker is running the attempt. If its lease ends without an outcome, the attempt becomes uncertain.';
+    case 'failed_retryable':
+      return caller
+        ? 'The attempt failed without an effect. The next attempt is its caller’s to claim, with the same downstream key.'
+        : 'The attempt failed without an effect. The next attempt runs with the same downstream key.';
+    case 'uncertain':
+      return caller
+        ? 'The outcome of this attempt is unknown. The ledger waits for a verdict from its caller (any agent of the tenant may give one) and then hands it to an operator; you may resolve it now if you have checked the target.'
+        : 'The outcome of this attempt is unknown. The reconciler will check the target (or retry where the tool allows it) and then hand it to an operator; you may resolve it now if you have checked the target.';
+    case 'needs_reconciliation':
+      return 'The ledger could not settle this operation and will not try again by itself. Nothing happens until a person checks the target and resolves it.';
+    case 'succeeded':
+      return 'Final: the effect happened. A replay returns this result; it never changes.';
+    case 'failed_terminal':
+      return 'Final: it failed and will not be retried. It never changes.';
+    case 'rejected':
+      return 'Final: it was rejected and never ran.';
+    default:
+      return '';
+  }
+}
+
+function decisionPanel(view, op, argumentsHidden, roles) {
+  if (op.state === 'awaiting_approval') {
+    return roles.includes('approver')
+      ? approvalPanel(view, op, argumentsHidden, roles)
+      : roleNote('Approval', 'approver', roles);
+  }
+  if (op.state === 'uncertain' || op.state === 'needs_reconciliation') {
+    return roles.includes('operator')
+      ? resolutionPanel(view, op, argumentsHidden, roles)
+      : roleNote('Resolution', 'operator', roles);
+  }
   return null;
 }
 
-function approvalPanel(view, op, argumentsHidden) {
+/** In place of a decision the console's credentials may not take: who may, and how to get there. */
+function roleNote(title, role, roles) {
+  return h(
+    'section',
+    { class: 'panel', 'aria-labelledby': 'decision-h', 'data-testid': 'role-note' },
+    h('h2', { id: 'decision-h' }, title),
+    h(
+      'p',
+      {},
+      `This decision needs the ${role} role; the console’s credentials have ${roles.length > 0 ? roles.join(' and ') : 'no role'}. `,
+      `Run a console with ${role} credentials (locally: --token "$(npx tool-ledger token --role ${role})").`,
+    ),
+  );
+}
+
+function approvalPanel(view, op, argumentsHidden, roles) {
   const feedback = h('div', { class: 'feedback' });
   const decide = async (decision) => {
     const ok = await confirmDialog(
@@ -246,7 +330,7 @@ function approvalPanel(view, op, argumentsHidden) {
       decision === 'approve' ? 'Approve' : 'Reject',
     );
     if (!ok) return;
-    await submitDecision(view, op, argumentsHidden, feedback, () =>
+    await submitDecision(view, op, argumentsHidden, roles, feedback, () =>
       api.decide(op.operation_id, decision, op.arguments_digest),
     );
   };
@@ -273,7 +357,7 @@ function approvalPanel(view, op, argumentsHidden) {
   );
 }
 
-function resolutionPanel(view, op, argumentsHidden) {
+function resolutionPanel(view, op, argumentsHidden, roles) {
   const feedback = h('div', { class: 'feedback' });
   const outcomes = [
     ['applied', 'applied: the effect happened (succeeded, with the result below)'],
@@ -294,13 +378,9 @@ function resolutionPanel(view, op, argumentsHidden) {
       'fieldset',
       {},
       h('legend', {}, 'What did you find on the target?'),
-      outcomes.map(([value, label], i) =>
-        h(
-          'label',
-          { class: 'radio' },
-          h('input', { type: 'radio', name: 'outcome', value, checked: i === 0 }),
-          ` ${label}`,
-        ),
+      // Nothing is chosen for the operator: `applied` records an effect only a person can vouch for.
+      outcomes.map(([value, label]) =>
+        h('label', { class: 'radio' }, h('input', { type: 'radio', name: 'outcome', value }), ` ${label}`),
       ),
     ),
     h('label', { for: 'resolution-result' }, 'Result to store (JSON, optional, applied only)'),
@@ -315,6 +395,10 @@ function resolutionPanel(view, op, argumentsHidden) {
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const outcome = new FormData(form).get('outcome');
+    if (outcome === null) {
+      replace(feedback, problemBox(localProblem('choose what you found on the target first')));
+      return;
+    }
     const resolution = { outcome, attempt: op.attempt };
     const text = resultField.value.trim();
     if (text !== '') {
@@ -341,7 +425,9 @@ function resolutionPanel(view, op, argumentsHidden) {
       `Resolve as ${outcome}`,
     );
     if (!ok) return;
-    await submitDecision(view, op, argumentsHidden, feedback, () => api.resolve(op.operation_id, resolution));
+    await submitDecision(view, op, argumentsHidden, roles, feedback, () =>
+      api.resolve(op.operation_id, resolution),
+    );
   });
   return h(
     'section',
@@ -373,7 +459,7 @@ function digestLines(op) {
  * it; on a refusal it keeps the record it showed and says what the API found (for `state_changed`,
  * where the operation is now), so nothing looks decided that was not.
  */
-async function submitDecision(view, op, argumentsHidden, feedback, send) {
+async function submitDecision(view, op, argumentsHidden, roles, feedback, send) {
   replace(feedback, h('p', { class: 'muted' }, 'Sending…'));
   try {
     const updated = await send();
@@ -384,6 +470,7 @@ async function submitDecision(view, op, argumentsHidden, feedback, send) {
       view,
       fresh,
       argumentsHidden,
+      roles,
       h(
         'p',
         { class: 'ok', role: 'status' },
