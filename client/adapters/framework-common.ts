@@ -82,8 +82,12 @@ export interface FrameworkToolCall {
   runId: string | undefined;
   /** The step that produced the call: for model-driven loops, the assistant messages before it. */
   step: number | string;
-  /** The call's position among the step's calls to this same tool, from 0. */
-  callIndex: number;
+  /**
+   * The call's position among the step's calls to this same tool, from 0. Where a framework hands a tool
+   * no position for a call it runs in a resumed run (the OpenAI Agents SDK, after a person approved the
+   * call), the framework's own call ID for it, as the framework keeps it in the run state it resumes.
+   */
+  callIndex: number | string;
   /** The framework's (or model provider's) ID for this call: minted per generation, so never the ID. */
   frameworkCallId?: string;
 }
@@ -150,11 +154,14 @@ export type ToolPlan<TOutput = unknown> =
  *
  * @param executable the framework names of the tools that have an `execute` (tools without one run
  * elsewhere and are never wrapped)
+ * @param runIdentity `'framework'` when the adapter finds each call's run itself (a graph's thread, a
+ * function of the run's context) and checks it there, so `options.runId` is not required here.
  */
 export function planTools(
   executable: readonly string[],
   known: readonly string[],
   options: WithLedgerOptions & { tools?: Readonly<Record<string, LedgerToolOptions | undefined>> },
+  runIdentity: 'option' | 'framework' = 'option',
 ): Map<string, ToolPlan> {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('withLedger needs options: at least { runId } or { operationId }');
@@ -188,7 +195,7 @@ export function planTools(
     plans.set(toolName, { effect: 'write', ledgerTool, options: own });
   }
   const writes = [...plans.values()].some((plan) => plan.effect === 'write');
-  if (writes && options.operationId === undefined) {
+  if (writes && runIdentity === 'option' && options.operationId === undefined) {
     if (typeof options.runId !== 'string' || options.runId.length === 0) {
       throw new TypeError(
         'withLedger needs options.runId (the conversation or job the tools act for, the same when a step ' +
