@@ -13,6 +13,7 @@ export default defineConfig({
     sqs: 'sqs-sender.ts',
     mcp: 'mcp-entry.ts',
     'openai-agents': 'openai-agents-entry.ts',
+    langchain: 'langchain-entry.ts',
   },
   format: ['esm'],
   target: 'node22', // the oldest Node in package.json `engines`; pack-check runs the package on 22 and 24

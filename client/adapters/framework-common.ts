@@ -1,9 +1,16 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Operation } from '../api-types';
 import type { ReconcileVerdict, RunContext, RunInput, RunOutcome, RunWaitOptions } from '../caller-run';
 import { ToolLedgerRequestError } from '../errors';
 import { operationIdFrom } from '../operation-id';
 import type { ToolLedgerClient } from '../tool-ledger-client';
-import { type ModelToolResult, modelResultForError, type ToolResultEnvelope } from './result-envelope';
+import {
+  envelopeForOperation,
+  type ModelToolResult,
+  modelResultForError,
+  type ToolResultEnvelope,
+  toModelToolResult,
+} from './result-envelope';
 
 /**
  * What every framework adapter (`withLedger` of `@tool-ledger/client/ai-sdk`, `/mastra`,
@@ -20,9 +27,10 @@ export type LedgerRunner = Pick<ToolLedgerClient, 'run'>;
 /**
  * Records, in the ledger, an approval a person gave in the framework's own approval flow: a client
  * with the approver role of the same tenant, under another principal than the agent (the ledger
- * refuses a self-approval).
+ * refuses a self-approval). `reject` records a person's rejection too, where a framework hands the
+ * rejection to the tool (a LangGraph interrupt answered no).
  */
-export type LedgerApprover = Pick<ToolLedgerClient, 'approve'>;
+export type LedgerApprover = Pick<ToolLedgerClient, 'approve'> & Partial<Pick<ToolLedgerClient, 'reject'>>;
 
 /**
  * The ledger options of one tool, given per framework tool name. `TOutput` is the tool's own output
@@ -250,6 +258,12 @@ export interface LedgerToolCall<T> {
   signal?: AbortSignal | undefined;
   /** True when a person approved this very call in the framework's own approval flow. */
   approvedInFramework?: boolean;
+  /**
+   * True when a person rejected this very call in the framework's own approval flow and the framework
+   * still asks the tool for an output: the rejection is recorded (the approver's `reject`) and the model
+   * is told the call was rejected. Nothing runs.
+   */
+  rejectedInFramework?: boolean;
 }
 
 /**
@@ -270,6 +284,7 @@ export type LedgerToolResult<T> =
  *
  * ```
  * approved in the framework ── run ──▶ awaiting_approval ── approver.approve(id, digest) ── run ──▶ claim, execute
+ * rejected in the framework ── run ──▶ awaiting_approval ── approver.reject(id, digest) ──▶ rejected (told)
  *                                  └──▶ any other state (a replay after a crash, a conflict): as it stands
  * ```
  *
@@ -282,7 +297,9 @@ export async function runLedgerToolCall<T>(
   call: LedgerToolCall<T>,
 ): Promise<LedgerToolResult<T>> {
   const { options } = call;
-  const recordApproval = call.approvedInFramework === true && approver !== undefined;
+  const decision =
+    call.approvedInFramework === true ? 'approve' : call.rejectedInFramework === true ? 'reject' : undefined;
+  const recordDecision = decision !== undefined && approver !== undefined;
   let produced: { value: T; attempt: number } | undefined;
   const input: RunInput<T> = {
     operationId: call.operationId,
@@ -302,15 +319,23 @@ export async function runLedgerToolCall<T>(
   if (options.leaseSeconds !== undefined) input.leaseSeconds = options.leaseSeconds;
   if (options.maxAttempts !== undefined) input.maxAttempts = options.maxAttempts;
   if (options.wait !== undefined) input.wait = options.wait;
-  if (options.requiresApproval === true || recordApproval) input.requiresApproval = true;
+  if (options.requiresApproval === true || recordDecision) input.requiresApproval = true;
 
   let outcome: RunOutcome;
   try {
-    if (recordApproval) {
+    if (recordDecision) {
       outcome = await ledger.run({ ...input, wait: false });
       if (outcome.operation.state === 'awaiting_approval') {
-        await approve(approver, call.operationId, outcome.operation.arguments_digest);
-        outcome = await ledger.run(input);
+        const digest = outcome.operation.arguments_digest;
+        if (decision === 'reject') {
+          const rejected = await reject(approver, call.operationId, digest);
+          if (rejected !== undefined) {
+            return { kind: 'told', model: toModelToolResult(envelopeForOperation(rejected, false)), outcome };
+          }
+        } else {
+          await approve(approver, call.operationId, digest);
+        }
+        outcome = await ledger.run(decision === 'reject' ? { ...input, wait: false } : input);
       }
     } else {
       outcome = await ledger.run(input);
@@ -341,6 +366,26 @@ async function approve(approver: LedgerApprover, operationId: string, digest: st
     await approver.approve(operationId, digest);
   } catch (error) {
     if (error instanceof ToolLedgerRequestError && error.status === 409) return;
+    throw error;
+  }
+}
+
+/**
+ * Rejects, bound to the digest the ledger holds for this ID, and returns the rejected record; `undefined`
+ * when someone decided first (409: the next `run` reports what stands).
+ */
+async function reject(
+  approver: LedgerApprover,
+  operationId: string,
+  digest: string,
+): Promise<Operation | undefined> {
+  if (approver.reject === undefined) {
+    throw new TypeError('the approver cannot record a rejection: give withLedger a client with reject()');
+  }
+  try {
+    return await approver.reject(operationId, digest);
+  } catch (error) {
+    if (error instanceof ToolLedgerRequestError && error.status === 409) return undefined;
     throw error;
   }
 }
