@@ -6,7 +6,7 @@
  * @example
  * ```ts
  * import { withLedger } from '@tool-ledger/client/langchain';
- * const tools = withLedger(ledger, [refund, lookup], { tools: { lookup: { effect: 'read' } } });
+ * const tools = withLedger(ledger, [refund, lookup], { read: ['lookup'] });
  * ```
  */
 

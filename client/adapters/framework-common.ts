@@ -38,11 +38,6 @@ export type LedgerApprover = Pick<ToolLedgerClient, 'approve'> & Partial<Pick<To
  */
 export interface LedgerToolOptions<TOutput = unknown> {
   /**
-   * `read` passes the tool through untouched (no operation, no record). Every tool with an `execute` is
-   * a write tool unless declared `read` here. @default 'write'
-   */
-  effect?: 'read' | 'write';
-  /**
    * The ledger tool name (`[a-z][a-z0-9_.-]{0,63}`), part of the digest. Keep it stable: a renamed tool
    * is a new operation. @default the framework name in snake case (`sendEmail` → `send_email`)
    */
@@ -103,6 +98,11 @@ export interface FrameworkToolCall {
 /** Options every `withLedger` takes; adapters add their framework's own. */
 export interface WithLedgerOptions<TCall extends FrameworkToolCall = FrameworkToolCall> {
   /**
+   * The tools that only read: returned untouched (no operation, no record). Every other tool with an
+   * `execute` is a write tool and runs through the ledger.
+   */
+  read?: readonly string[];
+  /**
    * The run the tools act for: a conversation, a thread, a job, kept by your application across
    * restarts. Part of every default operation ID, so it must be the same when a step is re-run.
    */
@@ -156,9 +156,9 @@ export type ToolPlan<TOutput = unknown> =
 
 /**
  * Checks the options of a `withLedger` call against the tools it wraps, before any call is made, and
- * says what happens to each tool: a name in the per-tool options that is no tool, a ledger name that
- * breaks the rule or that two tools share, or a write tool with nothing to identify its run is refused
- * with a `TypeError` naming the option.
+ * says what happens to each tool: a name in `read` or the per-tool options that is no tool, options for
+ * a read tool, a ledger name that breaks the rule or that two tools share, or write tools with nothing
+ * to identify their run are refused with a `TypeError` naming the option.
  *
  * @param executable the framework names of the tools that have an `execute` (tools without one run
  * elsewhere and are never wrapped)
@@ -175,20 +175,28 @@ export function planTools(
     throw new TypeError('withLedger needs options: at least { runId } or { operationId }');
   }
   const perTool = options.tools ?? {};
+  const read = options.read ?? [];
+  if (!Array.isArray(read)) throw new TypeError('options.read, when given, must be a list of tool names');
+  for (const name of read) {
+    if (!known.includes(name))
+      throw new TypeError(`options.read names ${JSON.stringify(name)}, no tool in the set`);
+  }
   for (const name of Object.keys(perTool)) {
     if (!known.includes(name)) throw new TypeError(`options.tools.${name} names no tool in the set`);
+    if (read.includes(name)) {
+      throw new TypeError(
+        `options.tools.${name}: ${name} is a read tool, which never runs through the ledger`,
+      );
+    }
   }
   const plans = new Map<string, ToolPlan>();
   const owners = new Map<string, string>();
   for (const toolName of executable) {
-    const own = perTool[toolName] ?? {};
-    if (own.effect !== undefined && own.effect !== 'read' && own.effect !== 'write') {
-      throw new TypeError(`options.tools.${toolName}.effect must be 'read' or 'write'`);
-    }
-    if (own.effect === 'read') {
+    if (read.includes(toolName)) {
       plans.set(toolName, { effect: 'read' });
       continue;
     }
+    const own = perTool[toolName] ?? {};
     const ledgerTool = own.name ?? ledgerToolName(toolName);
     if (!LEDGER_TOOL_NAME.test(ledgerTool)) {
       throw new TypeError(`options.tools.${toolName}.name must be [a-z][a-z0-9_.-]{0,63}`);

@@ -49,7 +49,7 @@ export interface LangChainLedgerOptions extends WithLedgerOptions<LangChainToolC
    * (`configurable.thread_id`), which the checkpointer keeps
    */
   runId?: string;
-  /** Ledger options per tool name: `effect: 'read'` passes a tool through; `reconcile`, `requiresApproval`… */
+  /** Ledger options per write tool's name: `reconcile`, `requiresApproval`, `downstreamIdempotent`… */
   tools?: Readonly<Record<string, LedgerToolOptions | undefined>>;
 }
 
@@ -84,13 +84,13 @@ interface GraphRuntime {
 /**
  * Runs every write tool through the ledger: each call becomes one operation, executed at most once; a
  * step the graph re-runs (same thread, from its checkpoint) replays it, and the model is told it did
- * (`replayed: true`). Tools declared `effect: 'read'` are returned as they are.
+ * (`replayed: true`). Tools named in `options.read` are returned as they are.
  *
  * @throws TypeError at once for options that name no tool, a tool without a valid ledger name, or a
  * write tool that is not a LangChain tool class (no `_call`).
  * @example
  * ```ts
- * const tools = withLedger(ledger, [refund, lookup], { tools: { lookup: { effect: 'read' } } });
+ * const tools = withLedger(ledger, [refund, lookup], { read: ['lookup'] });
  * const graph = new StateGraph(MessagesAnnotation)
  *   .addNode('agent', callModel)
  *   .addNode('tools', new ToolNode(tools))
@@ -126,7 +126,7 @@ function wrapTool<TOOL extends StructuredToolInterface>(
   const own = (tool as unknown as Partial<CallableTool>)._call;
   if (typeof own !== 'function') {
     throw new TypeError(
-      `tool ${tool.name} is not a LangChain tool class (no _call); declare it effect: 'read'`,
+      `tool ${tool.name} is not a LangChain tool class (no _call); name it in options.read`,
     );
   }
   // Asks through LangGraph's interrupt when the answer can be recorded.

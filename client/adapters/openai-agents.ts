@@ -39,7 +39,8 @@ export interface OpenAIAgentsToolCall extends FrameworkToolCall {
 
 /**
  * `withLedger`'s options for one function tool: the run identity and the tool's ledger options
- * (`reconcile`, `downstreamIdempotent`, `requiresApproval`, `effect: 'read'`…) side by side.
+ * (`reconcile`, `downstreamIdempotent`, `requiresApproval`…) side by side; `read: [name]` declares it a
+ * read tool, returned untouched.
  */
 export interface OpenAIAgentsLedgerOptions<Context = UnknownContext>
   extends Omit<WithLedgerOptions<OpenAIAgentsToolCall>, 'runId'>,
@@ -61,8 +62,8 @@ const sighted = new WeakMap<object, { step: number; byTool: Map<string, string[]
 /**
  * Runs a function tool's `execute` through the ledger: each call becomes one operation, executed at
  * most once; a re-run of the same step (after a crash or a retry, from the same conversation or the same
- * saved `RunState`) replays it, and the model is told it did (`replayed: true`). `effect: 'read'` returns
- * the options untouched.
+ * saved `RunState`) replays it, and the model is told it did (`replayed: true`). A tool named in
+ * `options.read` is returned untouched.
  *
  * The SDK's approval (`needsApproval`, interruptions, `state.approve`) works as before; with an
  * `approver`, a person's approval is recorded in the ledger, bound to the call's ID and digest, and
@@ -95,14 +96,10 @@ export function withLedger<TParameters extends ToolInputParameters = undefined, 
   if (typeof name !== 'string' || name.length === 0) {
     throw new TypeError('withLedger needs the tool to have a name (its ledger name and approvals use it)');
   }
-  const {
-    runId,
-    tools: _ignored,
-    ...shared
-  } = options as OpenAIAgentsLedgerOptions<Context> & {
-    tools?: unknown;
-  };
-  const plan = planTools([name], [name], { ...shared, tools: { [name]: options } }, 'framework').get(name);
+  const { runId, ...shared } = options;
+  const read = Array.isArray(options.read) && options.read.includes(name);
+  const perTool = read ? {} : { [name]: options };
+  const plan = planTools([name], [name], { ...shared, tools: perTool }, 'framework').get(name);
   if (plan?.effect !== 'write') return tool;
   if (tool.outputSchema !== undefined) {
     throw new TypeError(

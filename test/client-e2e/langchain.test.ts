@@ -135,7 +135,7 @@ function graph(
     .compile({ checkpointer });
 }
 
-const readLookup: LangChainLedgerOptions = { tools: { lookup: { effect: 'read' } } };
+const readLookup: LangChainLedgerOptions = { read: ['lookup'] };
 const refundIn123: Call = { name: 'refund', args: { invoice: 'in_123', cents: 500 } };
 const ask = { messages: [new HumanMessage('Refund 5 euros on in_123')] };
 
@@ -299,8 +299,8 @@ describe('withLedger in a LangGraph graph', () => {
     const model = scripted([[refundIn123]]);
     const config = { configurable: { thread_id: thread } };
     const first = withLedger(client('agent-a', dying), tools(payments), {
-      ...readLookup,
-      tools: { ...readLookup.tools, refund: { leaseSeconds: 5 } },
+      read: ['lookup'],
+      tools: { refund: { leaseSeconds: 5 } },
     });
     void graph(model, first, checkpointer)
       .invoke(ask, config)
@@ -312,7 +312,8 @@ describe('withLedger in a LangGraph graph', () => {
     expect(await stored(`${thread}/0/refund/0`)).toMatchObject({ state: 'uncertain', attempt: 1 });
 
     const again = withLedger(client(), tools(payments), {
-      tools: { lookup: { effect: 'read' }, refund: { reconcile: payments.reconcile } },
+      read: ['lookup'],
+      tools: { refund: { reconcile: payments.reconcile } },
     });
     await graph(model, again, checkpointer).invoke(null, config);
     expect(payments.refunds).toHaveLength(1);
@@ -324,7 +325,8 @@ describe('withLedger in a LangGraph graph', () => {
 describe('withLedger and LangGraph interrupts', () => {
   const approvalOptions = (): LangChainLedgerOptions => ({
     approver: client('approver-a'),
-    tools: { lookup: { effect: 'read' }, refund: { requiresApproval: true } },
+    read: ['lookup'],
+    tools: { refund: { requiresApproval: true } },
   });
 
   it("interrupts for a person's approval, records it bound to the call's ID and digest, then runs once", async () => {

@@ -166,7 +166,7 @@ describe('withLedger with the Agents SDK runner', () => {
       ),
       [assistantMessage('done')],
     ]);
-    const lookup = tool(withLedger(client(), lookupOptions(), { runId: 'unused', effect: 'read' }));
+    const lookup = tool(withLedger(client(), lookupOptions(), { read: ['lookup'] }));
     const agent = new Agent({
       name: 'billing',
       model,
