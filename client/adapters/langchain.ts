@@ -98,7 +98,7 @@ interface GraphRuntime {
  *   .compile({ checkpointer });
  * ```
  */
-export function withLedger<const TOOLS extends readonly StructuredToolInterface[]>(
+export function withLedger<TOOLS extends readonly StructuredToolInterface[]>(
   ledger: LedgerRunner,
   tools: TOOLS,
   options: LangChainLedgerOptions,
