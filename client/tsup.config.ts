@@ -2,8 +2,8 @@ import { defineConfig } from 'tsup';
 
 /**
  * The published build of `@tool-ledger/client`: ESM with bundled declarations, one entry per import
- * path. The main entry needs nothing but Node; `./sigv4`, `./sqs`, `./mcp` and each framework adapter
- * (`./durable`) are separate so that the AWS SDK, the MCP SDK and the frameworks (optional peer
+ * path. The main entry needs nothing but Node; `./sigv4`, `./sqs`, `./mcp` and one entry per agent framework
+ * (`./ai-sdk`, `./mastra`, `./durable`) are separate so that the AWS SDK, the MCP SDK and the frameworks (optional peer
  * dependencies) are loaded only by those who use them.
  */
 export default defineConfig({
@@ -12,7 +12,8 @@ export default defineConfig({
     sigv4: 'sigv4.ts',
     sqs: 'sqs-sender.ts',
     mcp: 'mcp-entry.ts',
-    durable: 'adapters/durable.ts',
+    'ai-sdk': 'ai-sdk-entry.ts',
+    durable: 'durable-entry.ts',
   },
   format: ['esm'],
   target: 'node22', // the oldest Node in package.json `engines`; pack-check runs the package on 22 and 24

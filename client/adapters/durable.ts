@@ -9,7 +9,7 @@ import {
   type StepFunc,
 } from '@aws/durable-execution-sdk-js';
 import type { Operation } from '../api-types';
-import type { ReconcileVerdict, RunContext, RunInput, RunOutcome, RunWaitOptions } from '../caller-run';
+import type { RunContext, RunInput, RunOutcome } from '../caller-run';
 import {
   IdempotencyConflictError,
   InvalidOperationIdError,
@@ -17,7 +17,7 @@ import {
   ToolLedgerRequestError,
 } from '../errors';
 import { operationIdFrom } from '../operation-id';
-import type { ToolLedgerClient } from '../tool-ledger-client';
+import type { LedgerRunner, LedgerToolOptions } from './framework-common';
 import type { ModelToolResult } from './result-envelope';
 
 /**
@@ -46,36 +46,14 @@ import type { ModelToolResult } from './result-envelope';
  * durable step onto it.
  */
 
-/** The client method ledger steps run through (a `ToolLedgerClient`). */
-export type LedgerRunner = Pick<ToolLedgerClient, 'run'>;
-
 /**
- * The ledger options of one tool, given per tool name in {@link DurableLedgerOptions.tools} or on the
- * step itself (the step's win). `T` is what `execute` returns.
+ * The ledger options of one tool (the options every framework adapter takes per tool), given per tool
+ * name in {@link DurableLedgerOptions.tools} or on the step itself (the step's win). The step names its
+ * ledger tool itself, so there is no `name`. `wait` polls inside the invocation while the operation waits
+ * (for approval, an operator, another claim) instead of throwing for the SDK to retry later; it keeps
+ * the Lambda running meanwhile.
  */
-export interface LedgerStepToolOptions<T = unknown> {
-  /**
-   * Asks the target whether an attempt whose outcome the ledger does not know happened (look it up by
-   * `ctx.downstreamKey`): `applied` with the result, `not_applied` (the next attempt runs, same
-   * downstream key), or `unknown`. Without it an unknown outcome waits for an operator.
-   */
-  reconcile?(ctx: RunContext): Promise<ReconcileVerdict<T>> | ReconcileVerdict<T>;
-  /** The target dedupes on `ctx.downstreamKey`: an unknown outcome may simply be tried again. @default false */
-  downstreamIdempotent?: boolean;
-  /** Makes the result safe to store (drop secrets); what it returns is what the step resolves to. */
-  sanitizeResult?(result: T): unknown;
-  /** How long a claim holds without a heartbeat, seconds (1 to 900). @default 60 */
-  leaseSeconds?: number;
-  /** Hold the operation for a person's approval, bound to its operation ID and arguments digest. @default false */
-  requiresApproval?: boolean;
-  /** Attempts in all (1 to 10); the deployment may cap it. */
-  maxAttempts?: number;
-  /**
-   * Poll inside the invocation while the operation waits (for approval, an operator, another claim)
-   * instead of throwing for the SDK to retry later. It keeps the Lambda running meanwhile. @default false
-   */
-  wait?: boolean | RunWaitOptions;
-}
+export type LedgerStepToolOptions<T = unknown> = Omit<LedgerToolOptions<T>, 'name'>;
 
 /** One ledger step: the tool it is recorded as and its arguments, with options for this step. */
 export interface LedgerStepCall<T = unknown> extends LedgerStepToolOptions<T> {

@@ -13,7 +13,7 @@ import {
   type LedgerStepCall,
   type LedgerStepContext,
   withLedger,
-} from '../../client/adapters/durable';
+} from '../../client/durable-entry';
 import {
   bearerToken,
   operationIdFrom,
