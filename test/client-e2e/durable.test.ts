@@ -4,6 +4,7 @@ import {
   OperationAction,
   type OperationUpdate,
   type StepConfig,
+  StepSemantics,
   withDurableExecution,
 } from '@aws/durable-execution-sdk-js';
 import { LocalDurableTestRunner, WaitingOperationStatus } from '@aws/durable-execution-sdk-js-testing';
@@ -257,6 +258,87 @@ describe('ledger steps in a durable execution', () => {
     expect(faults.bodies('claim')).toHaveLength(2); // the refused claim was not retried
     expect(target.executions).toBe(1);
     expect(target.effects).toHaveLength(1);
+  });
+});
+
+describe("the SDK's at-most-once mode", () => {
+  it('an interrupted at-most-once step raises StepInterruptedError; its retry asks the ledger, which replays: one effect', async () => {
+    const ledger = ledgerClient();
+    const lambda = new CrashingLambda(
+      chargeOrder(ledger, {
+        config: { semantics: StepSemantics.AtMostOncePerRetry, retryStrategy: PROMPT_RETRY },
+      }),
+    ).crashOnCheckpoint(stepSucceeded('charge-card'));
+    const runner = new LocalDurableTestRunner({ handlerFunction: lambda.handler });
+    const execution = await runner.run({ payload: { id: 'o-12', cents: 400 } });
+    expect(execution.getStatus()).toBe('SUCCEEDED');
+    const interrupted = execution
+      .getHistoryEvents()
+      .filter((event) => event.StepFailedDetails?.Error?.Payload?.ErrorType === 'StepInterruptedError');
+    expect(interrupted).toHaveLength(1); // what the SDK alone leaves to its user
+    expect(interrupted[0]?.StepFailedDetails?.RetryDetails?.NextAttemptDelaySeconds).toBe(1);
+    expect(ledger.outcomes.map((o) => [o.replayed, o.executions])).toEqual([
+      [false, 1],
+      [true, 0],
+    ]);
+    expect(target.executions).toBe(1);
+    expect(target.effects).toHaveLength(1);
+    expect((execution.getResult() as { charged: unknown }).charged).toEqual({ charge: 1, cents: 400 });
+  });
+});
+
+describe('bad input', () => {
+  it('is refused with a TypeError naming what is wrong, before anything is sent', async () => {
+    const ledger = ledgerClient();
+    const handler = withDurableExecution(async (_event: unknown, context: DurableContext) => {
+      const refusals: string[] = [];
+      const refused = (make: () => unknown) => {
+        try {
+          make();
+          refusals.push('accepted');
+        } catch (error) {
+          refusals.push(error instanceof TypeError ? error.message : `not a TypeError: ${String(error)}`);
+        }
+      };
+      const call = { tool: 'payments.charge', arguments: {} };
+      const charge = (ctx: LedgerStepContext) => target.charge(ctx, 1);
+      refused(() => withLedger({} as typeof ledger, context));
+      refused(() => withLedger(ledger, {} as DurableContext));
+      refused(() => withLedger(ledger, context, { scope: '' }));
+      refused(() => withLedger(ledger, context).step('', call, charge));
+      refused(() => withLedger(ledger, context).step('x', { arguments: {} } as LedgerStepCall, charge));
+      refused(() => withLedger(ledger, context).step('y', call, undefined as unknown as typeof charge));
+      return refusals;
+    });
+    const runner = new LocalDurableTestRunner({ handlerFunction: handler });
+    const execution = await runner.run({ payload: {} });
+    expect(execution.getResult()).toEqual([
+      expect.stringMatching(/needs a ledger client/),
+      expect.stringMatching(/needs the durable context/),
+      expect.stringMatching(/options.scope/),
+      expect.stringMatching(/needs a name/),
+      expect.stringMatching(/call.tool/),
+      expect.stringMatching(/execute must be a function/),
+    ]);
+    expect(faults.delivered).toHaveLength(0);
+  });
+
+  it('arguments the ledger cannot take or a tool name it refuses fail the step at once: no retry, no effect', async () => {
+    for (const call of [
+      { tool: 'payments.charge', arguments: { when: 1n } }, // not JSON: refused before sending
+      { tool: 'Payments Charge', arguments: {} }, // not a tool name: 400 from the ledger
+    ]) {
+      const ledger = ledgerClient();
+      const sentBefore = faults.bodies('claim').length;
+      const runner = new LocalDurableTestRunner({
+        handlerFunction: chargeOrder(ledger, { call: () => call }),
+      });
+      const execution = await runner.run({ payload: { id: 'o-13', cents: 1 } });
+      expect(execution.getStatus()).toBe('FAILED');
+      expect(faults.bodies('claim').length - sentBefore).toBeLessThanOrEqual(1);
+      expect(execution.getInvocations()).toHaveLength(1); // failed in the first invocation: no SDK retry
+    }
+    expect(target.executions).toBe(0);
   });
 });
 
