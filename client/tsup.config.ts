@@ -3,8 +3,8 @@ import { defineConfig } from 'tsup';
 /**
  * The published build of `@tool-ledger/client`: ESM with bundled declarations, one entry per import
  * path. The main entry needs nothing but Node; `./sigv4`, `./sqs`, `./mcp` and one entry per agent framework
- * (`./ai-sdk`, `./mastra`, `./openai-agents`, `./langchain`) are separate so that the AWS SDK, the MCP SDK
- * and the frameworks (optional peer dependencies) are loaded only by those who use them.
+ * (`./ai-sdk`, `./mastra`, `./durable`, `./openai-agents`, `./langchain`) are separate so that the AWS SDK,
+ * the MCP SDK and the frameworks (optional peer dependencies) are loaded only by those who use them.
  */
 export default defineConfig({
   entry: {
@@ -13,6 +13,7 @@ export default defineConfig({
     sqs: 'sqs-sender.ts',
     mcp: 'mcp-entry.ts',
     'ai-sdk': 'ai-sdk-entry.ts',
+    durable: 'durable-entry.ts',
     'openai-agents': 'openai-agents-entry.ts',
     langchain: 'langchain-entry.ts',
   },
