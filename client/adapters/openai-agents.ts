@@ -140,13 +140,21 @@ export function withLedger<TParameters extends ToolInputParameters = undefined, 
       }
       const approved = runContext.isToolApproved({ toolName: name, callId }) === true;
       const step = runContext.usage.requests;
+      const position = approved ? `call-${callId}` : positionOf(runContext, name, callId, step);
+      if (position === undefined && options.operationId === undefined) {
+        throw new TypeError(
+          `the call ${callId} to ${name} was not seen in its step before it ran, so it has no stable ` +
+            'place: run the tool through the SDK (run(), a Runner) or pass options.operationId',
+        );
+      }
       const call: OpenAIAgentsToolCall = {
         toolName: name,
         ledgerTool: plan.ledgerTool,
         input,
         runId: typeof runId === 'function' ? runId(runContext as RunContext<Context>) : runId,
         step,
-        callIndex: approved ? `call-${callId}` : positionOf(runContext, name, callId, step),
+        // -1 only reaches your own operationId, for a call the SDK did not show the adapter first.
+        callIndex: position ?? -1,
         frameworkCallId: callId,
         callId,
         runContext,
@@ -193,14 +201,13 @@ function sight(runContext: RunContext<unknown>, tool: string, callId: string): v
 }
 
 /** The call's position among the step's calls to this tool, as the SDK asked about them. */
-function positionOf(runContext: RunContext<unknown>, tool: string, callId: string, step: number): number {
+function positionOf(
+  runContext: RunContext<unknown>,
+  tool: string,
+  callId: string,
+  step: number,
+): number | undefined {
   const seen = sighted.get(runContext);
   const index = seen?.step === step ? (seen.byTool.get(tool)?.indexOf(callId) ?? -1) : -1;
-  if (index < 0) {
-    throw new TypeError(
-      `the call ${callId} to ${tool} was not seen in its step before it ran, so it has no stable place: ` +
-        'run the tool through the SDK (run(), a Runner) or pass options.operationId',
-    );
-  }
-  return index;
+  return index < 0 ? undefined : index;
 }

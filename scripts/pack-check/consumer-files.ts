@@ -120,7 +120,113 @@ export async function callTwice(endpoint: string): Promise<[CallOutcome, CallOut
 export const DOC_EXAMPLES = [
   'examples/agents/durable-function.ts',
   'examples/deploying/durable-function-stack.ts',
+  'examples/agents/openai-agents.ts',
+  'examples/agents/langchain.ts',
 ] as const;
+
+/**
+ * The OpenAI Agents and LangChain entries as a user runs them, against local mode: each framework's own
+ * runner and test model, one step run twice as after a crash (the response generated again, with new
+ * tool-call IDs). The effects are counted in the consumer's process.
+ */
+export const FRAMEWORKS_MODULE = `import { AIMessage, AIMessageChunk, type BaseMessage, HumanMessage } from '@langchain/core/messages';
+import { tool as langchainTool } from '@langchain/core/tools';
+import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
+import { Agent, run, tool } from '@openai/agents';
+import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
+import { bearerToken, ToolLedgerClient } from '@tool-ledger/client';
+import { withLedger as withLangChainLedger } from '@tool-ledger/client/langchain';
+import { withLedger as withAgentsLedger } from '@tool-ledger/client/openai-agents';
+import { z } from 'zod';
+
+/** One OpenAI Agents SDK step run twice: how many refunds happened, and what each run's tool returned. */
+export async function agentsTwice(endpoint: string) {
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+  let effects = 0;
+  const outputs: unknown[] = [];
+  for (const callId of ['call-a', 'call-b']) {
+    const refund = tool(
+      withAgentsLedger(
+        ledger,
+        {
+          name: 'refund',
+          description: 'Refund part of an invoice',
+          parameters: z.object({ cents: z.number().int() }),
+          execute: async ({ cents }) => {
+            effects += 1;
+            return \`refunded \${cents}\`;
+          },
+        },
+        { runId: 'pack-check-agents' },
+      ),
+    );
+    const model = new ScriptedModel([[functionCall('refund', { cents: 5 }, { callId })], [assistantMessage('done')]]);
+    const result = await run(new Agent({ name: 'billing', model, tools: [refund] }), 'Refund 5 cents');
+    for (const item of result.newItems) if (item.type === 'tool_call_output_item') outputs.push(item.output);
+  }
+  return { effects, outputs };
+}
+
+/** One LangGraph step (a ToolNode on a checkpointed thread) run, then forked before the model's turn. */
+export async function langGraphTwice(endpoint: string) {
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+  let effects = 0;
+  let generation = 0;
+  const refund = langchainTool(
+    async ({ cents }) => {
+      effects += 1;
+      return \`refunded \${cents}\`;
+    },
+    { name: 'refund', description: 'Refund part of an invoice', schema: z.object({ cents: z.number().int() }) },
+  );
+  const tools = withLangChainLedger(ledger, [refund], {});
+  const graph = new StateGraph(MessagesAnnotation)
+    .addNode('agent', async (state) => {
+      const turn = state.messages.filter((m) => m.getType() === 'ai').length;
+      const call = { id: \`call-\${++generation}\`, name: 'refund', args: { cents: 5 }, type: 'tool_call' as const };
+      const model =
+        turn === 0
+          ? new FakeStreamingChatModel({
+              responses: [new AIMessage('')],
+              chunks: [new AIMessageChunk({ content: '', tool_calls: [call] })],
+            })
+          : new FakeStreamingChatModel({ responses: [new AIMessage('done')] });
+      return { messages: [await model.invoke(state.messages)] };
+    })
+    .addNode('tools', new ToolNode(tools))
+    .addEdge(START, 'agent')
+    .addConditionalEdges('agent', toolsCondition, ['tools', END])
+    .addEdge('tools', 'agent')
+    .compile({ checkpointer: new MemorySaver() });
+  const config = { configurable: { thread_id: 'pack-check-langgraph' } };
+  const outputs: unknown[] = [];
+  const toolOutput = (messages: BaseMessage[]) => messages.filter((m) => m.getType() === 'tool').at(-1)?.content;
+  outputs.push(toolOutput((await graph.invoke({ messages: [new HumanMessage('Refund 5 cents')] }, config)).messages));
+  for await (const snapshot of graph.getStateHistory(config)) {
+    const messages: BaseMessage[] = snapshot.values.messages ?? [];
+    if (snapshot.next.includes('agent') && !messages.some((m) => m.getType() === 'ai')) {
+      outputs.push(toolOutput((await graph.invoke(null, snapshot.config)).messages));
+      break;
+    }
+  }
+  return { effects, outputs };
+}
+`;
+
+/** Runs both frameworks against local mode and prints what they saw, as JSON. */
+export const RUN_FRAMEWORKS_MODULE = `import { agentsTwice, langGraphTwice } from './frameworks.js';
+
+const endpoint = process.argv[2]!;
+console.log(JSON.stringify({ node: process.version, agents: await agentsTwice(endpoint), langgraph: await langGraphTwice(endpoint) }));
+`;
+
+/** Loads the OpenAI Agents and LangChain entries as a user's ESM code does and prints what they export. */
+export const LOAD_FRAMEWORKS_MODULE = `const agents = await import('@tool-ledger/client/openai-agents');
+const langchain = await import('@tool-ledger/client/langchain');
+console.log(JSON.stringify({ node: process.version, agents: Object.keys(agents).sort(), langchain: Object.keys(langchain).sort() }));
+`;
 
 /** Loads the durable entry as a user's ESM code does and prints what it exports. */
 export const LOAD_DURABLE_MODULE = `const entry = await import('@tool-ledger/client/durable');
@@ -180,6 +286,10 @@ export const TSCONFIG_NODENEXT = {
     'app.ts',
     'durable-function.ts',
     'durable-function-stack.ts',
+    'openai-agents.ts',
+    'langchain.ts',
+    'frameworks.ts',
+    'run-frameworks.ts',
   ],
 };
 
@@ -194,6 +304,10 @@ export const TSCONFIG_BUNDLER = {
     'app.ts',
     'durable-function.ts',
     'durable-function-stack.ts',
+    'openai-agents.ts',
+    'langchain.ts',
+    'frameworks.ts',
+    'run-frameworks.ts',
   ],
 };
 

@@ -18,8 +18,11 @@ import {
   AGENT_MODULE,
   APP_MODULE,
   DOC_EXAMPLES,
+  FRAMEWORKS_MODULE,
   LOAD_DURABLE_MODULE,
+  LOAD_FRAMEWORKS_MODULE,
   RUN_AGENT_MODULE,
+  RUN_FRAMEWORKS_MODULE,
   readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
@@ -33,10 +36,12 @@ import { internalPointers } from './internal-pointers';
  * `@tool-ledger/client`, installs the tarballs into scratch projects outside the repository, and there:
  * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
  * the three adapters with the real SDK types, a custom tool, and the docs' framework examples
- * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable` entry; synthesizes a stack with that tool
- * (real esbuild bundling); runs the client against local mode started with that tool
- * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); checks that a token-only client install
- * pulls in neither aws-cdk-lib nor the AWS SDK, and that neither installed package cites the internal
+ * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable`, `/openai-agents` and
+ * `/langchain` entries; synthesizes a stack with that tool (real esbuild bundling); runs the client against
+ * local mode started with that tool (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`), and an OpenAI
+ * Agents step and a LangGraph step through the packed entries against it, each run twice with one effect;
+ * checks that a token-only client install pulls in neither aws-cdk-lib, the AWS SDK nor any agent
+ * framework, and that neither installed package cites the internal
  * design brief (scripts/pack-check/internal-pointers.ts); and, in a CommonJS project (`"type": "commonjs"`, what
  * npm 11's `npm init` writes), that a `.ts` tools module is refused with what to change while a `.mts`
  * one type-checks and runs. The packages are installed once and every consumer then runs on both Node
@@ -199,6 +204,10 @@ async function install(scratch: string): Promise<Consumers> {
     !/@aws[\\/]durable-execution-sdk-js/.test(tree),
     'a token-only client install has no AWS durable execution SDK (an optional peer of /durable)',
   );
+  check(
+    !/@openai[\\/]agents|@langchain[\\/]/.test(tree),
+    'a token-only client install has no OpenAI Agents SDK and no LangChain (optional peers of their entries)',
+  );
   await writeFile(
     path.join(tokenOnly, 'use.mjs'),
     "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }), process.version);\n",
@@ -229,6 +238,7 @@ async function install(scratch: string): Promise<Consumers> {
           ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
           ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
           ...versions(['@aws/durable-execution-sdk-js']),
+          ...versions(['@openai/agents', '@langchain/core', '@langchain/langgraph']),
         },
         devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
       },
@@ -251,6 +261,9 @@ async function install(scratch: string): Promise<Consumers> {
     );
   }
   await writeFile(path.join(consumer, 'load-durable.mjs'), LOAD_DURABLE_MODULE);
+  await writeFile(path.join(consumer, 'load-frameworks.mjs'), LOAD_FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'frameworks.ts'), FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'run-frameworks.ts'), RUN_FRAMEWORKS_MODULE);
   await writeFile(path.join(consumer, 'tsconfig.nodenext.json'), JSON.stringify(TSCONFIG_NODENEXT, null, 2));
   await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
   await run('npm', INSTALL, consumer);
@@ -304,7 +317,7 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
   check(
     true,
-    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' durable function examples (the function and its stack)",
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' framework examples (durable function and its stack, OpenAI Agents, LangChain), the frameworks' runs",
   );
   await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
   check(true, 'moduleResolution bundler: the same files');
@@ -318,6 +331,22 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     ranOn(durable.node) &&
       ['LedgerStepError', 'durableOperationId', 'withLedger'].every((name) => durable.exports.includes(name)),
     on(`@tool-ledger/client/durable exports ${durable.exports.join(', ')}`),
+  );
+
+  step(`${label} the OpenAI Agents and LangChain entries load with their frameworks`);
+  const frameworks = JSON.parse(lastLine(await run('node', ['load-frameworks.mjs'], consumer, env))) as {
+    node: string;
+    agents: string[];
+    langchain: string[];
+  };
+  check(
+    ranOn(frameworks.node) &&
+      ['currentRunContext', 'withLedger'].every(
+        (name) => frameworks.agents.includes(name) && frameworks.langchain.includes(name),
+      ),
+    on(
+      `/openai-agents exports ${frameworks.agents.join(', ')}; /langchain exports ${frameworks.langchain.join(', ')}`,
+    ),
   );
 
   step(`${label} synthesize a stack with the consumer's own tool (real esbuild bundling)`);
@@ -371,6 +400,30 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     },
   );
   check(notes.trim().split('\n').length === 1, 'one effect for two calls');
+  const runs = JSON.parse(
+    lastLine(await run('npx', ['tsx', 'run-frameworks.ts', started.api], consumer, env)),
+  ) as {
+    node: string;
+    agents: { effects: number; outputs: unknown[] };
+    langgraph: { effects: number; outputs: unknown[] };
+  };
+  const replayed = (output: unknown) =>
+    typeof output === 'string' && (JSON.parse(output) as { replayed?: unknown }).replayed === true;
+  check(
+    ranOn(runs.node) &&
+      runs.agents.effects === 1 &&
+      runs.agents.outputs[0] === 'refunded 5' &&
+      replayed(runs.agents.outputs[1]),
+    on('an OpenAI Agents step run twice (new call IDs) refunds once; the second run is told it was a replay'),
+  );
+  check(
+    runs.langgraph.effects === 1 &&
+      runs.langgraph.outputs[0] === 'refunded 5' &&
+      replayed(runs.langgraph.outputs[1]),
+    on(
+      'a LangGraph step forked before the model (new call IDs) refunds once; the fork is told it was a replay',
+    ),
+  );
   stopGroup(local);
   local = undefined;
 

@@ -1,4 +1,4 @@
-import { Agent, type AgentInputItem, RunState, run, tool } from '@openai/agents';
+import { Agent, type AgentInputItem, RunState, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, modelError, ScriptedModel } from '@openai/agents/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -23,6 +23,9 @@ import { FaultyFetch, type ServedLedger, serveLedger } from './support/served-le
  * a response generated again, as a provider sends it: the same calls with new call IDs. Every refund lands
  * in an in-test payments service that counts them, so "one effect" is counted where the effect happens.
  */
+
+// No traces to export from a test.
+setTracingDisabled(true);
 
 const db = useDynalite();
 let served: ServedLedger;
@@ -425,6 +428,16 @@ describe('withLedger refuses what it cannot run safely', () => {
       }),
     ).toThrow(/outputSchema/);
     expect(() => withLedger(client(), { ...base, name: '9lives' }, { runId: 'r' })).toThrow(/ledger name/);
+  });
+
+  it('your own operationId replaces the default; it sees the run, the step and the position', async () => {
+    const payments = new Payments();
+    const model = new ScriptedModel([calls(refundIn123), [assistantMessage('done')]]);
+    const refund = refundTool(payments, {
+      operationId: (call) => `mine-${run_}/${call.step}/${call.callIndex}/${call.toolName}`,
+    });
+    await run(new Agent({ name: 'billing', model, tools: [refund] }), input);
+    expect(await stored(`mine-${run_}/1/0/refund`)).toMatchObject({ state: 'succeeded' });
   });
 
   it('a function runId reads the run identity from the context the application passes to run()', async () => {

@@ -25,6 +25,12 @@ describe.each(['README.md', 'client/README.md'])('embeds in %s', (page) => {
     expect(embeds(markdown).map((e) => e.file)).toContain('examples/agents/durable-function.ts');
   });
 
+  it('marks the OpenAI Agents and LangChain examples', () => {
+    expect(embeds(markdown).map((e) => e.file)).toEqual(
+      expect.arrayContaining(['examples/agents/openai-agents.ts', 'examples/agents/langchain.ts']),
+    );
+  });
+
   it.each(embeds(markdown))('the block of $file is the file, byte for byte', ({ file, block }) => {
     expect(block).toBe(readFileSync(path.join(ROOT, file), 'utf8').replace(/\n$/, ''));
   });
