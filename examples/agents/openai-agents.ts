@@ -45,7 +45,11 @@ const refund = tool(
   ),
 );
 
-const agent = new Agent<Turn>({ name: 'billing', instructions: 'Refund what the customer asks.', tools: [refund] });
+const agent = new Agent<Turn>({
+  name: 'billing',
+  instructions: 'Refund what the customer asks.',
+  tools: [refund],
+});
 const interrupted = await run(agent, 'Refund 5 euros on in_123', { context: { turnId: 'req-7f3a' } });
 // The SDK asks for approval as usual; resumed, the approval is recorded in the ledger before the refund.
 for (const item of interrupted.interruptions) interrupted.state.approve(item);

@@ -134,12 +134,15 @@ import { tool as langchainTool } from '@langchain/core/tools';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
-import { Agent, run, tool } from '@openai/agents';
+import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { bearerToken, ToolLedgerClient } from '@tool-ledger/client';
 import { withLedger as withLangChainLedger } from '@tool-ledger/client/langchain';
 import { withLedger as withAgentsLedger } from '@tool-ledger/client/openai-agents';
 import { z } from 'zod';
+
+// No traces to export (and no line about a missing API key after the JSON the checker reads).
+setTracingDisabled(true);
 
 /** One OpenAI Agents SDK step run twice: how many refunds happened, and what each run's tool returned. */
 export async function agentsTwice(endpoint: string) {

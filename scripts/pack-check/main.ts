@@ -94,6 +94,16 @@ function lastLine(out: string): string {
   return out.trim().split('\n').at(-1) ?? '';
 }
 
+/** The last line that is a JSON object, for scripts whose libraries may log after it. */
+function lastJsonLine(out: string): string {
+  return (
+    out
+      .trim()
+      .split('\n')
+      .findLast((line) => line.startsWith('{')) ?? ''
+  );
+}
+
 function step(name: string): void {
   process.stdout.write(`pack-check: ${name}\n`);
 }
@@ -401,7 +411,7 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   );
   check(notes.trim().split('\n').length === 1, 'one effect for two calls');
   const runs = JSON.parse(
-    lastLine(await run('npx', ['tsx', 'run-frameworks.ts', started.api], consumer, env)),
+    lastJsonLine(await run('npx', ['tsx', 'run-frameworks.ts', started.api], consumer, env)),
   ) as {
     node: string;
     agents: { effects: number; outputs: unknown[] };
