@@ -13,6 +13,7 @@ export default defineConfig({
     sqs: 'sqs-sender.ts',
     mcp: 'mcp-entry.ts',
     'ai-sdk': 'ai-sdk-entry.ts',
+    mastra: 'mastra-entry.ts',
   },
   format: ['esm'],
   target: 'node22', // the oldest Node in package.json `engines`; pack-check runs the package on 22 and 24

@@ -154,7 +154,11 @@ export type ToolPlan<TOutput = unknown> =
 export function planTools(
   executable: readonly string[],
   known: readonly string[],
-  options: WithLedgerOptions & { tools?: Readonly<Record<string, LedgerToolOptions | undefined>> },
+  options: Omit<WithLedgerOptions, 'runId'> & {
+    runId?: unknown;
+    tools?: Readonly<Record<string, LedgerToolOptions | undefined>>;
+  },
+  framework: { keepsRunIdentity?: boolean; frameworkName?: (toolName: string) => string } = {},
 ): Map<string, ToolPlan> {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('withLedger needs options: at least { runId } or { operationId }');
@@ -182,7 +186,7 @@ export function planTools(
       continue;
     }
     const own = perTool[toolName] ?? {};
-    const ledgerTool = own.name ?? ledgerToolName(toolName);
+    const ledgerTool = own.name ?? ledgerToolName(framework.frameworkName?.(toolName) ?? toolName);
     if (!LEDGER_TOOL_NAME.test(ledgerTool)) {
       throw new TypeError(`options.tools.${toolName}.name must be [a-z][a-z0-9_.-]{0,63}`);
     }
@@ -196,7 +200,7 @@ export function planTools(
     plans.set(toolName, { effect: 'write', ledgerTool, options: own });
   }
   const writes = [...plans.values()].some((plan) => plan.effect === 'write');
-  if (writes && options.operationId === undefined) {
+  if (writes && options.operationId === undefined && framework.keepsRunIdentity !== true) {
     if (typeof options.runId !== 'string' || options.runId.length === 0) {
       throw new TypeError(
         'withLedger needs options.runId (the conversation or job the tools act for, the same when a step ' +
@@ -226,7 +230,7 @@ export function planTools(
  */
 export function frameworkOperationId<TCall extends FrameworkToolCall>(
   call: TCall,
-  options: WithLedgerOptions<TCall>,
+  options: Pick<WithLedgerOptions<TCall>, 'operationId' | 'scope'>,
 ): string {
   if (options.operationId) return options.operationId(call);
   if (call.runId === undefined || call.runId.length === 0) {

@@ -343,6 +343,38 @@ describe('withLedger with generateText', () => {
   });
 });
 
+describe('withLedger with one tool', () => {
+  it('a tool wrapped on its own, in a ToolSet beside others, replays the same step', async () => {
+    const mailbox = new Mailbox();
+    const runId = `chat-${run}`;
+    const toolSet = () => {
+      const { sendEmail, searchDocs } = mailTools(mailbox);
+      return {
+        sendEmail: withLedger(agentClient(), sendEmail, { toolName: 'sendEmail', runId, name: 'mail.send' }),
+        searchDocs,
+      };
+    };
+    const first = await generateText({
+      model: scriptedModel(sendToAna),
+      tools: toolSet(),
+      messages: conversation(),
+      stopWhen: stepCountIs(3),
+    });
+    expect(first.steps[0]!.toolResults[0]!.output).toEqual({ messageId: 'm-1' });
+    const again = await generateText({
+      model: scriptedModel(sendToAna),
+      tools: toolSet(),
+      messages: conversation(),
+      stopWhen: stepCountIs(3),
+    });
+    expect(again.steps[0]!.toolResults[0]!.output).toMatchObject({
+      operation_id: `${runId}/0/mail.send/0`,
+      replayed: true,
+    });
+    expect(mailbox.sent).toHaveLength(1);
+  });
+});
+
 describe('withLedger with streamText', () => {
   it('the same step streamed again is a replay: one effect', async () => {
     const mailbox = new Mailbox();
