@@ -150,15 +150,14 @@ export type ToolPlan<TOutput = unknown> =
  *
  * @param executable the framework names of the tools that have an `execute` (tools without one run
  * elsewhere and are never wrapped)
+ * @param runIdentity `'framework'` when the adapter finds each call's run itself (a graph's thread, a
+ * function of the run's context) and checks it there, so `options.runId` is not required here.
  */
 export function planTools(
   executable: readonly string[],
   known: readonly string[],
-  options: Omit<WithLedgerOptions, 'runId'> & {
-    runId?: unknown;
-    tools?: Readonly<Record<string, LedgerToolOptions | undefined>>;
-  },
-  framework: { keepsRunIdentity?: boolean; frameworkName?: (toolName: string) => string } = {},
+  options: WithLedgerOptions & { tools?: Readonly<Record<string, LedgerToolOptions | undefined>> },
+  runIdentity: 'option' | 'framework' = 'option',
 ): Map<string, ToolPlan> {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('withLedger needs options: at least { runId } or { operationId }');
@@ -186,7 +185,7 @@ export function planTools(
       continue;
     }
     const own = perTool[toolName] ?? {};
-    const ledgerTool = own.name ?? ledgerToolName(framework.frameworkName?.(toolName) ?? toolName);
+    const ledgerTool = own.name ?? ledgerToolName(toolName);
     if (!LEDGER_TOOL_NAME.test(ledgerTool)) {
       throw new TypeError(`options.tools.${toolName}.name must be [a-z][a-z0-9_.-]{0,63}`);
     }
@@ -200,7 +199,7 @@ export function planTools(
     plans.set(toolName, { effect: 'write', ledgerTool, options: own });
   }
   const writes = [...plans.values()].some((plan) => plan.effect === 'write');
-  if (writes && options.operationId === undefined && framework.keepsRunIdentity !== true) {
+  if (writes && runIdentity === 'option' && options.operationId === undefined) {
     if (typeof options.runId !== 'string' || options.runId.length === 0) {
       throw new TypeError(
         'withLedger needs options.runId (the conversation or job the tools act for, the same when a step ' +

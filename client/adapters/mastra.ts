@@ -6,6 +6,7 @@ import {
   isLedgerEnvelope,
   type LedgerRunner,
   type LedgerToolOptions,
+  ledgerToolName,
   planTools,
   runLedgerToolCall,
   type ToolPlan,
@@ -135,11 +136,7 @@ export function withLedger(
   ) {
     throw new TypeError('options.runId, when given, must be a string or a function of the execution context');
   }
-  const plans = planTools(executable, names, options, {
-    keepsRunIdentity: true,
-    // A Mastra tool's `id` names it wherever it is registered; the key is one agent's name for it.
-    frameworkName: (name) => (tools[name] as Tool).id,
-  });
+  const plans = planTools(executable, names, withDefaultNames(tools, executable, options), 'framework');
   const out: Record<string, unknown> = {};
   for (const name of names) {
     const plan = plans.get(name);
@@ -148,6 +145,27 @@ export function withLedger(
       plan?.effect === 'write' && isMastraTool(tool) ? wrapTool(ledger, name, tool, plan, options) : tool;
   }
   return single ? out[toolsOrTool.id] : out;
+}
+
+/**
+ * The options as the shared checks read them: the run identity is this adapter's to find (the option
+ * may be a function), and a write tool's default ledger name comes from its `id`, which names it
+ * wherever it is registered (the key is one agent's name for it).
+ */
+function withDefaultNames(
+  tools: Record<string, unknown>,
+  executable: readonly string[],
+  options: MastraLedgerOptions<Record<string, unknown>, string>,
+): WithLedgerOptions<MastraToolCall> & { tools?: Record<string, LedgerToolOptions | undefined> } {
+  const { runId: _found, tools: perTool = {}, ...rest } = options ?? {};
+  const read: readonly string[] = Array.isArray(options?.read) ? options.read : [];
+  const named: Record<string, LedgerToolOptions | undefined> = { ...perTool };
+  for (const name of executable) {
+    const own = named[name];
+    if (read.includes(name) || own?.name !== undefined) continue;
+    named[name] = { ...own, name: ledgerToolName((tools[name] as Tool).id) };
+  }
+  return { ...rest, tools: named };
 }
 
 function isMastraTool(value: unknown): value is Tool {
