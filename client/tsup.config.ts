@@ -2,9 +2,9 @@ import { defineConfig } from 'tsup';
 
 /**
  * The published build of `@tool-ledger/client`: ESM with bundled declarations, one entry per import
- * path. The main entry needs nothing but Node; `./sigv4`, `./sqs`, `./mcp` and one entry per agent framework
- * (`./ai-sdk`, `./mastra`) are separate so that the AWS SDK, the MCP SDK and the frameworks (optional peer
- * dependencies) are loaded only by those who use them.
+ * path. The main entry needs nothing but Node; `./sigv4`, `./sqs`, `./mcp` and one entry per agent
+ * framework (`./ai-sdk`, `./mastra`, `./durable`) are separate so that the AWS SDK, the MCP SDK and the
+ * frameworks (optional peer dependencies) are loaded only by those who use them.
  */
 export default defineConfig({
   entry: {
@@ -14,6 +14,7 @@ export default defineConfig({
     mcp: 'mcp-entry.ts',
     'ai-sdk': 'ai-sdk-entry.ts',
     mastra: 'mastra-entry.ts',
+    durable: 'durable-entry.ts',
   },
   format: ['esm'],
   target: 'node22', // the oldest Node in package.json `engines`; pack-check runs the package on 22 and 24

@@ -112,6 +112,21 @@ export async function callTwice(endpoint: string): Promise<[CallOutcome, CallOut
 }
 `;
 
+/**
+ * Examples the docs embed, copied into the consumer and type-checked there against the packed
+ * packages, each as `<file name>` in the consumer's root: a documented example that stopped compiling
+ * against the published entries is a failure.
+ */
+export const DOC_EXAMPLES = [
+  'examples/agents/durable-function.ts',
+  'examples/deploying/durable-function-stack.ts',
+] as const;
+
+/** Loads the durable entry as a user's ESM code does and prints what it exports. */
+export const LOAD_DURABLE_MODULE = `const entry = await import('@tool-ledger/client/durable');
+console.log(JSON.stringify({ node: process.version, exports: Object.keys(entry).sort() }));
+`;
+
 /** Runs the agent against local mode and prints what it saw, as JSON, for the checker to read. */
 export const RUN_AGENT_MODULE = `import { callTwice } from './agent.js';
 
@@ -157,13 +172,29 @@ const STRICT = {
 /** tsconfig for Node's own ESM resolution. */
 export const TSCONFIG_NODENEXT = {
   compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
-  files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+  files: [
+    'tools/index.ts',
+    'tools/acme-tools.ts',
+    'agent.ts',
+    'run-agent.ts',
+    'app.ts',
+    'durable-function.ts',
+    'durable-function-stack.ts',
+  ],
 };
 
 /** tsconfig for bundlers (esbuild, Vite, webpack). */
 export const TSCONFIG_BUNDLER = {
   compilerOptions: { ...STRICT, module: 'ESNext', moduleResolution: 'bundler' },
-  files: ['tools/index.ts', 'tools/acme-tools.ts', 'agent.ts', 'run-agent.ts', 'app.ts'],
+  files: [
+    'tools/index.ts',
+    'tools/acme-tools.ts',
+    'agent.ts',
+    'run-agent.ts',
+    'app.ts',
+    'durable-function.ts',
+    'durable-function-stack.ts',
+  ],
 };
 
 /**

@@ -17,6 +17,8 @@ import {
 import {
   AGENT_MODULE,
   APP_MODULE,
+  DOC_EXAMPLES,
+  LOAD_DURABLE_MODULE,
   RUN_AGENT_MODULE,
   readmeToolsExample,
   TOOLS_MODULE,
@@ -30,7 +32,8 @@ import { internalPointers } from './internal-pointers';
  * `npm run pack-check`: the packages as a user receives them. Builds and packs `tool-ledger` and
  * `@tool-ledger/client`, installs the tarballs into scratch projects outside the repository, and there:
  * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
- * the three adapters with the real SDK types, and a custom tool; synthesizes a stack with that tool
+ * the three adapters with the real SDK types, a custom tool, and the docs' framework examples
+ * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable` entry; synthesizes a stack with that tool
  * (real esbuild bundling); runs the client against local mode started with that tool
  * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); checks that a token-only client install
  * pulls in neither aws-cdk-lib nor the AWS SDK, and that neither installed package cites the internal
@@ -192,6 +195,10 @@ async function install(scratch: string): Promise<Consumers> {
   const tree = await run('npm', ['ls', '--omit=dev', '--all', '--parseable'], tokenOnly);
   check(!/aws-cdk-lib/.test(tree), 'the client depends on no aws-cdk-lib');
   check(!/@aws-sdk|@smithy/.test(tree), 'a token-only client install has no AWS SDK');
+  check(
+    !/@aws[\\/]durable-execution-sdk-js/.test(tree),
+    'a token-only client install has no AWS durable execution SDK (an optional peer of /durable)',
+  );
   await writeFile(
     path.join(tokenOnly, 'use.mjs'),
     "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }), process.version);\n",
@@ -221,6 +228,7 @@ async function install(scratch: string): Promise<Consumers> {
           '@tool-ledger/client': `file:../${clientTgz}`,
           ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
           ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
+          ...versions(['@aws/durable-execution-sdk-js']),
         },
         devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
       },
@@ -236,6 +244,13 @@ async function install(scratch: string): Promise<Consumers> {
   await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
   await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
   await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
+  for (const example of DOC_EXAMPLES) {
+    await writeFile(
+      path.join(consumer, path.basename(example)),
+      await readFile(path.join(ROOT, example), 'utf8'),
+    );
+  }
+  await writeFile(path.join(consumer, 'load-durable.mjs'), LOAD_DURABLE_MODULE);
   await writeFile(path.join(consumer, 'tsconfig.nodenext.json'), JSON.stringify(TSCONFIG_NODENEXT, null, 2));
   await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
   await run('npm', INSTALL, consumer);
@@ -289,10 +304,21 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
   check(
     true,
-    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct",
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' durable function examples (the function and its stack)",
   );
   await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
   check(true, 'moduleResolution bundler: the same files');
+
+  step(`${label} the durable entry loads with the durable execution SDK`);
+  const durable = JSON.parse(lastLine(await run('node', ['load-durable.mjs'], consumer, env))) as {
+    node: string;
+    exports: string[];
+  };
+  check(
+    ranOn(durable.node) &&
+      ['LedgerStepError', 'durableOperationId', 'withLedger'].every((name) => durable.exports.includes(name)),
+    on(`@tool-ledger/client/durable exports ${durable.exports.join(', ')}`),
+  );
 
   step(`${label} synthesize a stack with the consumer's own tool (real esbuild bundling)`);
   await rm(path.join(consumer, 'cdk.out'), { recursive: true, force: true });
