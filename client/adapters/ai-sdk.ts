@@ -1,4 +1,4 @@
-import type { InferToolOutput, ModelMessage, Tool, ToolExecuteFunction, ToolSet } from 'ai';
+import type { ModelMessage, Tool, ToolExecuteFunction, ToolSet } from 'ai';
 import {
   assistantMessagesIn,
   type FrameworkToolCall,
@@ -36,6 +36,9 @@ export interface AiSdkToolCall extends FrameworkToolCall {
   messages: readonly ModelMessage[];
 }
 
+/** A tool's own output type (`InferToolOutput` without its constraint, which strict consumers' checks trip on). */
+type OutputOf<TOOL> = TOOL extends Tool<infer _INPUT, infer OUTPUT, infer _CONTEXT> ? OUTPUT : unknown;
+
 /**
  * `withLedger`'s options for AI SDK tools: the read tools and the per-tool options are keyed by the
  * set's own names (a name that is no tool does not compile).
@@ -45,13 +48,13 @@ export interface AiSdkLedgerOptions<TOOLS extends ToolSet, READ extends keyof TO
   /** The tools that only read: returned untouched. */
   read?: readonly READ[];
   /** Ledger options per write tool: `reconcile`, `downstreamIdempotent`, `requiresApproval`, `name`… */
-  tools?: { [K in Exclude<keyof TOOLS & string, READ>]?: LedgerToolOptions<InferToolOutput<TOOLS[K]>> };
+  tools?: { [K in Exclude<keyof TOOLS & string, READ>]?: LedgerToolOptions<OutputOf<TOOLS[K]>> };
 }
 
 /** `withLedger`'s options for one AI SDK tool: the common options and the tool's own, side by side. */
 export interface AiSdkSingleToolOptions<TOOL extends Tool>
   extends Omit<WithLedgerOptions<AiSdkToolCall>, 'read'>,
-    LedgerToolOptions<InferToolOutput<TOOL>> {
+    LedgerToolOptions<OutputOf<TOOL>> {
   /** The name the tool has in its `ToolSet`: the name the model calls it by. */
   toolName: string;
 }

@@ -18,8 +18,11 @@ import {
   AGENT_MODULE,
   APP_MODULE,
   DOC_EXAMPLES,
+  FRAMEWORK_ENTRIES,
   LOAD_DURABLE_MODULE,
+  LOAD_FRAMEWORKS_MODULE,
   RUN_AGENT_MODULE,
+  RUN_AI_SDK_MODULE,
   readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
@@ -33,7 +36,9 @@ import { internalPointers } from './internal-pointers';
  * `@tool-ledger/client`, installs the tarballs into scratch projects outside the repository, and there:
  * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
  * the three adapters with the real SDK types, a custom tool, and the docs' framework examples
- * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable` entry; synthesizes a stack with that tool
+ * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable`, `/ai-sdk` and `/mastra`
+ * entries; runs an AI SDK agent (the SDK's mock model) on the `/ai-sdk` entry against local mode, its step
+ * twice (one effect, then a replay); checks that a token-only install has no agent framework; synthesizes a stack with that tool
  * (real esbuild bundling); runs the client against local mode started with that tool
  * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`); checks that a token-only client install
  * pulls in neither aws-cdk-lib nor the AWS SDK, and that neither installed package cites the internal
@@ -199,6 +204,10 @@ async function install(scratch: string): Promise<Consumers> {
     !/@aws[\\/]durable-execution-sdk-js/.test(tree),
     'a token-only client install has no AWS durable execution SDK (an optional peer of /durable)',
   );
+  check(
+    !/[\\/]node_modules[\\/](ai|@mastra[\\/]core)$/m.test(tree),
+    'a token-only client install has no agent framework (ai, @mastra/core: optional peers of /ai-sdk, /mastra)',
+  );
   await writeFile(
     path.join(tokenOnly, 'use.mjs'),
     "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }), process.version);\n",
@@ -228,7 +237,7 @@ async function install(scratch: string): Promise<Consumers> {
           '@tool-ledger/client': `file:../${clientTgz}`,
           ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
           ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
-          ...versions(['@aws/durable-execution-sdk-js']),
+          ...versions(['@aws/durable-execution-sdk-js', 'ai', '@mastra/core']),
         },
         devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
       },
@@ -251,6 +260,8 @@ async function install(scratch: string): Promise<Consumers> {
     );
   }
   await writeFile(path.join(consumer, 'load-durable.mjs'), LOAD_DURABLE_MODULE);
+  await writeFile(path.join(consumer, 'load-frameworks.mjs'), LOAD_FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'run-ai-sdk.ts'), RUN_AI_SDK_MODULE);
   await writeFile(path.join(consumer, 'tsconfig.nodenext.json'), JSON.stringify(TSCONFIG_NODENEXT, null, 2));
   await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
   await run('npm', INSTALL, consumer);
@@ -304,7 +315,7 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
   check(
     true,
-    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' durable function examples (the function and its stack)",
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' durable function examples (the function and its stack), the docs' AI SDK and Mastra examples and an AI SDK agent on the /ai-sdk entry",
   );
   await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
   check(true, 'moduleResolution bundler: the same files');
@@ -319,6 +330,19 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
       ['LedgerStepError', 'durableOperationId', 'withLedger'].every((name) => durable.exports.includes(name)),
     on(`@tool-ledger/client/durable exports ${durable.exports.join(', ')}`),
   );
+
+  step(`${label} the framework entries load with their frameworks`);
+  const frameworks = JSON.parse(lastLine(await run('node', ['load-frameworks.mjs'], consumer, env))) as {
+    node: string;
+    exports: Record<string, string[]>;
+  };
+  for (const [entry, names] of Object.entries(FRAMEWORK_ENTRIES)) {
+    const exported = frameworks.exports[entry] ?? [];
+    check(
+      ranOn(frameworks.node) && names.every((name) => exported.includes(name)),
+      on(`${entry} exports ${exported.join(', ')}`),
+    );
+  }
 
   step(`${label} synthesize a stack with the consumer's own tool (real esbuild bundling)`);
   await rm(path.join(consumer, 'cdk.out'), { recursive: true, force: true });
@@ -371,6 +395,17 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     },
   );
   check(notes.trim().split('\n').length === 1, 'one effect for two calls');
+  const agent = JSON.parse(
+    lastLine(await run('npx', ['tsx', 'run-ai-sdk.ts', started.api], consumer, env)),
+  ) as { node: string; effects: number; first: unknown; replayed: boolean; operationId?: string };
+  check(
+    ranOn(agent.node) &&
+      agent.effects === 1 &&
+      JSON.stringify(agent.first) === JSON.stringify({ notified: 'ana', effect: 1 }) &&
+      agent.replayed &&
+      agent.operationId === 'pack-check-ai-sdk/0/notify/0',
+    on('an AI SDK agent on the packed /ai-sdk entry, its step run twice: one effect, the second a replay'),
+  );
   stopGroup(local);
   local = undefined;
 
