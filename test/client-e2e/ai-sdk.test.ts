@@ -549,4 +549,16 @@ describe('withLedger refuses bad options before any call', () => {
     ).toThrow(/options\.tools\.sendEmail\.name/);
     expect(faults.delivered).toHaveLength(0);
   });
+
+  it('a call the SDK did not announce and the conversation does not hold has no place: refused, nothing sent', async () => {
+    const mailbox = new Mailbox();
+    const { sendEmail } = withLedger(agentClient(), mailTools(mailbox), { runId: 'r' });
+    const direct = sendEmail.execute?.(
+      { to: 'ana@example.com', body: 'report' },
+      { toolCallId: 'call-x', messages: conversation(), context: {} },
+    );
+    await expect(Promise.resolve(direct)).rejects.toThrow(/no stable place/);
+    expect(mailbox.sent).toHaveLength(0);
+    expect(faults.delivered).toHaveLength(0);
+  });
 });

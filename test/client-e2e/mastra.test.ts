@@ -302,6 +302,22 @@ describe('withLedger with a Mastra agent', () => {
     });
   });
 
+  it('a call with no run identity (no runId, no memory thread) is refused: nothing sent, nothing sent by mail', async () => {
+    const mailbox = new Mailbox();
+    const agent = new Agent({
+      id: 'mailer',
+      name: 'Mailer',
+      instructions: 'Send mail.',
+      model: scriptedModel(sendToAna),
+      tools: withLedger(agentClient(), mailTools(mailbox), {}),
+    });
+    const result = await agent.generate('Email ana');
+    // Mastra hands the tool's error to the model as the call's result (an error text), not as a tool result.
+    expect(JSON.stringify(result.steps.map((step) => step.content))).toMatch(/error-text.*no run identity/);
+    expect(mailbox.sent).toHaveLength(0);
+    expect(faults.delivered).toHaveLength(0);
+  });
+
   it('bad input runs nothing and records nothing', async () => {
     const mailbox = new Mailbox();
     const { sendEmail } = withLedger(agentClient(), mailTools(mailbox), { runId: `job-${run}` });
