@@ -9,7 +9,13 @@
  * ```
  */
 
-export type { AiSdkLedgerOptions, AiSdkToolCall, LedgerTool, LedgerToolSet } from './adapters/ai-sdk';
+export type {
+  AiSdkLedgerOptions,
+  AiSdkSingleToolOptions,
+  AiSdkToolCall,
+  LedgerTool,
+  LedgerToolSet,
+} from './adapters/ai-sdk';
 export { withLedger } from './adapters/ai-sdk';
 export type {
   FrameworkToolCall,

@@ -13,6 +13,7 @@ export default defineConfig({
     sqs: 'sqs-sender.ts',
     mcp: 'mcp-entry.ts',
     'ai-sdk': 'ai-sdk-entry.ts',
+    mastra: 'mastra-entry.ts',
     durable: 'durable-entry.ts',
     'openai-agents': 'openai-agents-entry.ts',
     langchain: 'langchain-entry.ts',

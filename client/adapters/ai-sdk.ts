@@ -1,4 +1,4 @@
-import type { InferToolOutput, ModelMessage, Tool, ToolExecuteFunction, ToolSet } from 'ai';
+import type { ModelMessage, Tool, ToolExecuteFunction, ToolSet } from 'ai';
 import {
   assistantMessagesIn,
   type FrameworkToolCall,
@@ -36,6 +36,9 @@ export interface AiSdkToolCall extends FrameworkToolCall {
   messages: readonly ModelMessage[];
 }
 
+/** A tool's own output type (`InferToolOutput` without its constraint, which strict consumers' checks trip on). */
+type OutputOf<TOOL> = TOOL extends Tool<infer _INPUT, infer OUTPUT, infer _CONTEXT> ? OUTPUT : unknown;
+
 /**
  * `withLedger`'s options for AI SDK tools: the read tools and the per-tool options are keyed by the
  * set's own names (a name that is no tool does not compile).
@@ -45,7 +48,15 @@ export interface AiSdkLedgerOptions<TOOLS extends ToolSet, READ extends keyof TO
   /** The tools that only read: returned untouched. */
   read?: readonly READ[];
   /** Ledger options per write tool: `reconcile`, `downstreamIdempotent`, `requiresApproval`, `name`… */
-  tools?: { [K in Exclude<keyof TOOLS & string, READ>]?: LedgerToolOptions<InferToolOutput<TOOLS[K]>> };
+  tools?: { [K in Exclude<keyof TOOLS & string, READ>]?: LedgerToolOptions<OutputOf<TOOLS[K]>> };
+}
+
+/** `withLedger`'s options for one AI SDK tool: the common options and the tool's own, side by side. */
+export interface AiSdkSingleToolOptions<TOOL extends Tool>
+  extends Omit<WithLedgerOptions<AiSdkToolCall>, 'read'>,
+    LedgerToolOptions<OutputOf<TOOL>> {
+  /** The name the tool has in its `ToolSet`: the name the model calls it by. */
+  toolName: string;
 }
 
 /**
@@ -91,8 +102,51 @@ export function withLedger<TOOLS extends ToolSet, const READ extends keyof TOOLS
   ledger: LedgerRunner,
   tools: TOOLS,
   options: AiSdkLedgerOptions<TOOLS, READ>,
-): LedgerToolSet<TOOLS, READ> {
-  if (typeof tools !== 'object' || tools === null) throw new TypeError('withLedger needs a ToolSet');
+): LedgerToolSet<TOOLS, READ>;
+/**
+ * One tool on its own: `toolName` is the name you give it in the `ToolSet` (the name the model calls
+ * it by), and its ledger options sit beside the common ones.
+ *
+ * @example
+ * ```ts
+ * const tools = { sendEmail: withLedger(ledger, sendEmail, { toolName: 'sendEmail', runId: chatId }), searchDocs };
+ * ```
+ */
+export function withLedger<TOOL extends Tool>(
+  ledger: LedgerRunner,
+  tool: TOOL,
+  options: AiSdkSingleToolOptions<TOOL>,
+): LedgerTool<TOOL>;
+export function withLedger(
+  ledger: LedgerRunner,
+  toolsOrTool: ToolSet | Tool,
+  options: AiSdkLedgerOptions<ToolSet, string> | AiSdkSingleToolOptions<Tool>,
+): unknown {
+  if (typeof toolsOrTool !== 'object' || toolsOrTool === null) {
+    throw new TypeError('withLedger needs a ToolSet or a tool');
+  }
+  if (typeof options === 'object' && options !== null && 'toolName' in options) {
+    const { toolName, runId, scope, operationId, approver, ...own } = options;
+    if (typeof toolName !== 'string' || toolName.length === 0) {
+      throw new TypeError('options.toolName must be the name the tool has in its ToolSet');
+    }
+    const common: WithLedgerOptions<AiSdkToolCall> = {};
+    if (runId !== undefined) common.runId = runId;
+    if (scope !== undefined) common.scope = scope;
+    if (operationId !== undefined) common.operationId = operationId;
+    if (approver !== undefined) common.approver = approver;
+    return wrapSet(ledger, { [toolName]: toolsOrTool as Tool }, { ...common, tools: { [toolName]: own } })[
+      toolName
+    ];
+  }
+  return wrapSet(ledger, toolsOrTool as ToolSet, options as AiSdkLedgerOptions<ToolSet, string>);
+}
+
+function wrapSet(
+  ledger: LedgerRunner,
+  tools: ToolSet,
+  options: AiSdkLedgerOptions<ToolSet, string>,
+): Record<string, unknown> {
   const names = Object.keys(tools);
   const executable = names.filter((name) => typeof tools[name]?.execute === 'function');
   const plans = planTools(executable, names, options);
@@ -102,7 +156,7 @@ export function withLedger<TOOLS extends ToolSet, const READ extends keyof TOOLS
     out[name] =
       plan?.effect === 'write' ? wrapTool(ledger, name, tools[name] as Tool, plan, options) : tools[name];
   }
-  return out as LedgerToolSet<TOOLS, READ>;
+  return out;
 }
 
 function wrapTool(

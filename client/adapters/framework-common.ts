@@ -241,7 +241,7 @@ export function planTools(
  */
 export function frameworkOperationId<TCall extends FrameworkToolCall>(
   call: TCall,
-  options: WithLedgerOptions<TCall>,
+  options: Pick<WithLedgerOptions<TCall>, 'operationId' | 'scope'>,
 ): string {
   if (options.operationId) return options.operationId(call);
   if (call.runId === undefined || call.runId.length === 0) {

@@ -122,7 +122,18 @@ export const DOC_EXAMPLES = [
   'examples/deploying/durable-function-stack.ts',
   'examples/agents/openai-agents.ts',
   'examples/agents/langchain.ts',
+  'examples/agents/ai-sdk.ts',
+  'examples/agents/mastra.ts',
 ] as const;
+
+/** The framework entries a user's ESM code imports, with what each must export. */
+export const FRAMEWORK_ENTRIES = {
+  '@tool-ledger/client/ai-sdk': ['currentRunContext', 'isLedgerEnvelope', 'withLedger'],
+  '@tool-ledger/client/mastra': ['currentRunContext', 'isLedgerEnvelope', 'withLedger'],
+  '@tool-ledger/client/openai-agents': ['currentRunContext', 'isLedgerEnvelope', 'withLedger'],
+  '@tool-ledger/client/langchain': ['currentRunContext', 'isLedgerEnvelope', 'withLedger'],
+} as const;
+
 
 /**
  * The OpenAI Agents and LangChain entries as a user runs them, against local mode: each framework's own
@@ -225,10 +236,65 @@ const endpoint = process.argv[2]!;
 console.log(JSON.stringify({ node: process.version, agents: await agentsTwice(endpoint), langgraph: await langGraphTwice(endpoint) }));
 `;
 
-/** Loads the OpenAI Agents and LangChain entries as a user's ESM code does and prints what they export. */
-export const LOAD_FRAMEWORKS_MODULE = `const agents = await import('@tool-ledger/client/openai-agents');
-const langchain = await import('@tool-ledger/client/langchain');
-console.log(JSON.stringify({ node: process.version, agents: Object.keys(agents).sort(), langchain: Object.keys(langchain).sort() }));
+/** Loads every framework entry as a user's ESM code does and prints what each exports. */
+export const LOAD_FRAMEWORKS_MODULE = `const entries = ${JSON.stringify(Object.keys(FRAMEWORK_ENTRIES))};
+const exports = {};
+for (const entry of entries) exports[entry] = Object.keys(await import(entry)).sort();
+console.log(JSON.stringify({ node: process.version, exports }));
+`;
+
+/**
+ * An AI SDK agent (the SDK's own mock model, no network) whose write tool runs through the packed
+ * \`/ai-sdk\` entry against local mode: the same step run twice, as after a crash, must run the
+ * effect once and tell the model the second result is a replay.
+ */
+export const RUN_AI_SDK_MODULE = `import { bearerToken, ToolLedgerClient } from '@tool-ledger/client';
+import { isLedgerEnvelope, withLedger } from '@tool-ledger/client/ai-sdk';
+import { generateText, stepCountIs, tool } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import * as z from 'zod';
+
+const ledger = new ToolLedgerClient({ endpoint: process.argv[2] ?? '', signer: bearerToken('dev-token') });
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
+let effects = 0;
+let generation = 0;
+const notify = tool({
+  description: 'Notifies someone',
+  inputSchema: z.object({ to: z.string() }),
+  execute: async ({ to }) => ({ notified: to, effect: ++effects }),
+});
+// A model that calls notify, minting a new call ID each time it is asked, as providers do.
+const model = () =>
+  new MockLanguageModelV4({
+    doGenerate: async ({ prompt }) =>
+      prompt.at(-1)?.role === 'tool'
+        ? { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] }
+        : {
+            content: [{ type: 'tool-call', toolCallId: 'call-' + ++generation, toolName: 'notify', input: '{"to":"ana"}' }],
+            finishReason: { unified: 'tool-calls', raw: undefined },
+            usage,
+            warnings: [],
+          },
+  });
+const turn = () =>
+  generateText({
+    model: model(),
+    tools: withLedger(ledger, { notify }, { runId: 'pack-check-ai-sdk' }),
+    prompt: 'Notify ana',
+    stopWhen: stepCountIs(3),
+  });
+const first = (await turn()).steps[0]?.toolResults[0]?.output;
+const second = (await turn()).steps[0]?.toolResults[0]?.output;
+console.log(JSON.stringify({
+  node: process.version,
+  effects,
+  first,
+  replayed: isLedgerEnvelope(second) && second.replayed,
+  operationId: isLedgerEnvelope(second) ? second.operation_id : undefined,
+}));
 `;
 
 /** Loads the durable entry as a user's ESM code does and prints what it exports. */
@@ -293,6 +359,9 @@ export const TSCONFIG_NODENEXT = {
     'langchain.ts',
     'frameworks.ts',
     'run-frameworks.ts',
+    'ai-sdk.ts',
+    'mastra.ts',
+    'run-ai-sdk.ts',
   ],
 };
 
@@ -311,6 +380,9 @@ export const TSCONFIG_BUNDLER = {
     'langchain.ts',
     'frameworks.ts',
     'run-frameworks.ts',
+    'ai-sdk.ts',
+    'mastra.ts',
+    'run-ai-sdk.ts',
   ],
 };
 

@@ -18,10 +18,12 @@ import {
   AGENT_MODULE,
   APP_MODULE,
   DOC_EXAMPLES,
+  FRAMEWORK_ENTRIES,
   FRAMEWORKS_MODULE,
   LOAD_DURABLE_MODULE,
   LOAD_FRAMEWORKS_MODULE,
   RUN_AGENT_MODULE,
+  RUN_AI_SDK_MODULE,
   RUN_FRAMEWORKS_MODULE,
   readmeToolsExample,
   TOOLS_MODULE,
@@ -36,12 +38,13 @@ import { internalPointers } from './internal-pointers';
  * `@tool-ledger/client`, installs the tarballs into scratch projects outside the repository, and there:
  * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
  * the three adapters with the real SDK types, a custom tool, and the docs' framework examples
- * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable`, `/openai-agents` and
- * `/langchain` entries; synthesizes a stack with that tool (real esbuild bundling); runs the client against
- * local mode started with that tool (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`), and an OpenAI
- * Agents step and a LangGraph step through the packed entries against it, each run twice with one effect;
- * checks that a token-only client install pulls in neither aws-cdk-lib, the AWS SDK nor any agent
- * framework, and that neither installed package cites the internal
+ * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable` entry and every framework
+ * entry (`FRAMEWORK_ENTRIES`: `/ai-sdk`, `/mastra`, `/openai-agents`, `/langchain`); synthesizes a stack
+ * with that tool (real esbuild bundling); runs the client against local mode started with that tool
+ * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`), and an AI SDK agent, an OpenAI Agents step and a
+ * LangGraph step through the packed entries against it, each step run twice with one effect; checks that a
+ * token-only client install pulls in neither aws-cdk-lib, the AWS SDK nor any agent framework, and that
+ * neither installed package cites the internal
  * design brief (scripts/pack-check/internal-pointers.ts); and, in a CommonJS project (`"type": "commonjs"`, what
  * npm 11's `npm init` writes), that a `.ts` tools module is refused with what to change while a `.mts`
  * one type-checks and runs. The packages are installed once and every consumer then runs on both Node
@@ -218,6 +221,10 @@ async function install(scratch: string): Promise<Consumers> {
     !/@openai[\\/]agents|@langchain[\\/]/.test(tree),
     'a token-only client install has no OpenAI Agents SDK and no LangChain (optional peers of their entries)',
   );
+  check(
+    !/[\\/]node_modules[\\/](ai|@mastra[\\/]core)$/m.test(tree),
+    'a token-only client install has no agent framework (ai, @mastra/core: optional peers of /ai-sdk, /mastra)',
+  );
   await writeFile(
     path.join(tokenOnly, 'use.mjs'),
     "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }), process.version);\n",
@@ -247,7 +254,7 @@ async function install(scratch: string): Promise<Consumers> {
           '@tool-ledger/client': `file:../${clientTgz}`,
           ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
           ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
-          ...versions(['@aws/durable-execution-sdk-js']),
+          ...versions(['@aws/durable-execution-sdk-js', 'ai', '@mastra/core']),
           ...versions(['@openai/agents', '@langchain/core', '@langchain/langgraph']),
         },
         devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
@@ -274,6 +281,7 @@ async function install(scratch: string): Promise<Consumers> {
   await writeFile(path.join(consumer, 'load-frameworks.mjs'), LOAD_FRAMEWORKS_MODULE);
   await writeFile(path.join(consumer, 'frameworks.ts'), FRAMEWORKS_MODULE);
   await writeFile(path.join(consumer, 'run-frameworks.ts'), RUN_FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'run-ai-sdk.ts'), RUN_AI_SDK_MODULE);
   await writeFile(path.join(consumer, 'tsconfig.nodenext.json'), JSON.stringify(TSCONFIG_NODENEXT, null, 2));
   await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
   await run('npm', INSTALL, consumer);
@@ -327,7 +335,7 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
   check(
     true,
-    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' framework examples (durable function and its stack, OpenAI Agents, LangChain), the frameworks' runs",
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' framework examples (durable function and its stack, AI SDK, Mastra, OpenAI Agents, LangChain), the frameworks' runs",
   );
   await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
   check(true, 'moduleResolution bundler: the same files');
@@ -343,21 +351,18 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     on(`@tool-ledger/client/durable exports ${durable.exports.join(', ')}`),
   );
 
-  step(`${label} the OpenAI Agents and LangChain entries load with their frameworks`);
+  step(`${label} the framework entries load with their frameworks`);
   const frameworks = JSON.parse(lastLine(await run('node', ['load-frameworks.mjs'], consumer, env))) as {
     node: string;
-    agents: string[];
-    langchain: string[];
+    exports: Record<string, string[]>;
   };
-  check(
-    ranOn(frameworks.node) &&
-      ['currentRunContext', 'withLedger'].every(
-        (name) => frameworks.agents.includes(name) && frameworks.langchain.includes(name),
-      ),
-    on(
-      `/openai-agents exports ${frameworks.agents.join(', ')}; /langchain exports ${frameworks.langchain.join(', ')}`,
-    ),
-  );
+  for (const [entry, names] of Object.entries(FRAMEWORK_ENTRIES)) {
+    const exported = frameworks.exports[entry] ?? [];
+    check(
+      ranOn(frameworks.node) && names.every((name) => exported.includes(name)),
+      on(`${entry} exports ${exported.join(', ')}`),
+    );
+  }
 
   step(`${label} synthesize a stack with the consumer's own tool (real esbuild bundling)`);
   await rm(path.join(consumer, 'cdk.out'), { recursive: true, force: true });
@@ -433,6 +438,17 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     on(
       'a LangGraph step forked before the model (new call IDs) refunds once; the fork is told it was a replay',
     ),
+  );
+  const agent = JSON.parse(
+    lastJsonLine(await run('npx', ['tsx', 'run-ai-sdk.ts', started.api], consumer, env)),
+  ) as { node: string; effects: number; first: unknown; replayed: boolean; operationId?: string };
+  check(
+    ranOn(agent.node) &&
+      agent.effects === 1 &&
+      JSON.stringify(agent.first) === JSON.stringify({ notified: 'ana', effect: 1 }) &&
+      agent.replayed &&
+      agent.operationId === 'pack-check-ai-sdk/0/notify/0',
+    on('an AI SDK agent on the packed /ai-sdk entry, its step run twice: one effect, the second a replay'),
   );
   stopGroup(local);
   local = undefined;

@@ -343,6 +343,38 @@ describe('withLedger with generateText', () => {
   });
 });
 
+describe('withLedger with one tool', () => {
+  it('a tool wrapped on its own, in a ToolSet beside others, replays the same step', async () => {
+    const mailbox = new Mailbox();
+    const runId = `chat-${run}`;
+    const toolSet = () => {
+      const { sendEmail, searchDocs } = mailTools(mailbox);
+      return {
+        sendEmail: withLedger(agentClient(), sendEmail, { toolName: 'sendEmail', runId, name: 'mail.send' }),
+        searchDocs,
+      };
+    };
+    const first = await generateText({
+      model: scriptedModel(sendToAna),
+      tools: toolSet(),
+      messages: conversation(),
+      stopWhen: stepCountIs(3),
+    });
+    expect(first.steps[0]!.toolResults[0]!.output).toEqual({ messageId: 'm-1' });
+    const again = await generateText({
+      model: scriptedModel(sendToAna),
+      tools: toolSet(),
+      messages: conversation(),
+      stopWhen: stepCountIs(3),
+    });
+    expect(again.steps[0]!.toolResults[0]!.output).toMatchObject({
+      operation_id: `${runId}/0/mail.send/0`,
+      replayed: true,
+    });
+    expect(mailbox.sent).toHaveLength(1);
+  });
+});
+
 describe('withLedger with streamText', () => {
   it('the same step streamed again is a replay: one effect', async () => {
     const mailbox = new Mailbox();
@@ -515,6 +547,18 @@ describe('withLedger refuses bad options before any call', () => {
     expect(() =>
       withLedger(ledger, tools, { runId: 'r', tools: { sendEmail: { name: 'Send Email' } } }),
     ).toThrow(/options\.tools\.sendEmail\.name/);
+    expect(faults.delivered).toHaveLength(0);
+  });
+
+  it('a call the SDK did not announce and the conversation does not hold has no place: refused, nothing sent', async () => {
+    const mailbox = new Mailbox();
+    const { sendEmail } = withLedger(agentClient(), mailTools(mailbox), { runId: 'r' });
+    const direct = sendEmail.execute?.(
+      { to: 'ana@example.com', body: 'report' },
+      { toolCallId: 'call-x', messages: conversation(), context: {} },
+    );
+    await expect(Promise.resolve(direct)).rejects.toThrow(/no stable place/);
+    expect(mailbox.sent).toHaveLength(0);
     expect(faults.delivered).toHaveLength(0);
   });
 });

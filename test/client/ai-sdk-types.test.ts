@@ -39,6 +39,8 @@ describe('withLedger types (AI SDK)', () => {
     expectTypeOf<InferToolOutput<typeof tools.sendEmail>>().toEqualTypeOf<
       { messageId: string } | ToolResultEnvelope
     >();
+    const one = withLedger(ledger, sendEmail, { toolName: 'sendEmail', runId: 'chat-1', leaseSeconds: 30 });
+    expectTypeOf<InferToolOutput<typeof one>>().toEqualTypeOf<{ messageId: string } | ToolResultEnvelope>();
     // @ts-expect-error options name only tools of the set
     expect(() => withLedger(ledger, { sendEmail }, { runId: 'r', tools: { sendMail: {} } })).toThrow(
       TypeError,

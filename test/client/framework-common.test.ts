@@ -84,10 +84,8 @@ describe('planTools', () => {
 
 describe('frameworkOperationId', () => {
   it('is run, step, ledger tool and position: the same for a regenerated call with a new provider ID', () => {
-    expect(frameworkOperationId(call(), { runId: 'chat-42' })).toBe('chat-42/3/send_email/0');
-    expect(frameworkOperationId(call({ frameworkCallId: 'call_xyz' }), { runId: 'chat-42' })).toBe(
-      'chat-42/3/send_email/0',
-    );
+    expect(frameworkOperationId(call(), {})).toBe('chat-42/3/send_email/0');
+    expect(frameworkOperationId(call({ frameworkCallId: 'call_xyz' }), {})).toBe('chat-42/3/send_email/0');
   });
 
   it('tells apart steps, positions, tools, runs and scopes', () => {

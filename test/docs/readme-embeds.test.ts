@@ -31,6 +31,15 @@ describe.each(['README.md', 'client/README.md'])('embeds in %s', (page) => {
     );
   });
 
+  it('opens the agent side with the AI SDK and Mastra examples', () => {
+    const files = embeds(markdown).map((e) => e.file);
+    expect(files).toContain('examples/agents/ai-sdk.ts');
+    expect(files).toContain('examples/agents/mastra.ts');
+    expect(files.indexOf('examples/agents/ai-sdk.ts')).toBeLessThan(
+      files.indexOf('examples/agents/durable-function.ts'),
+    );
+  });
+
   it.each(embeds(markdown))('the block of $file is the file, byte for byte', ({ file, block }) => {
     expect(block).toBe(readFileSync(path.join(ROOT, file), 'utf8').replace(/\n$/, ''));
   });
