@@ -38,6 +38,8 @@ export interface CommandContext {
   confirm?: ((question: string) => Promise<boolean>) | undefined;
   /** Epoch ms, read once per run. */
   now: number;
+  /** Local mode's tokens spec from its data folder (`token`), if the CLI has a way to read it. */
+  localTokens?: (() => string | undefined) | undefined;
   /**
    * Resolves when a long-running command (`console`) should stop: SIGINT or SIGTERM on a terminal,
    * whatever the caller decides in tests. Absent when nothing can stop it.
@@ -58,6 +60,11 @@ export interface Command {
   options: OptionsConfig;
   /** Positional arguments it takes, at least and at most. */
   args: { min: number; max: number };
+  /**
+   * The role whose token the CLI takes from local mode's data folder when no credentials are given
+   * (cli/connection.ts). @default 'operator'
+   */
+  role?: 'agent' | 'approver' | 'operator';
   run(ctx: CommandContext): Promise<void>;
 }
 

@@ -1,5 +1,6 @@
 import { bearerToken, type RequestSigner } from '../client/signer';
 import { SETTINGS } from '../functions/contract/environment';
+import { tokenWithRole } from '../functions/local/local-tokens';
 import { UsageError } from './usage-error';
 
 /** Where the local stack listens by default (local mode's default: `PORT` 3000 on 127.0.0.1). */
@@ -14,6 +15,12 @@ export interface Connection {
   endpoint: URL;
   auth: Auth;
 }
+
+/**
+ * Where the CLI finds local mode's own tokens when none are given: the tokens spec of the data folder
+ * (`TOOL_LEDGER_DATA_DIR`, else `.data` in the working folder), or undefined when there is none.
+ */
+export type LocalTokensSource = () => string | undefined;
 
 /** The global options as parsed from the command line. */
 export interface ConnectionOptions {
@@ -31,13 +38,21 @@ const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$
  * for IAM, with the region from `--region`, `AWS_REGION`, `AWS_DEFAULT_REGION` or an
  * `execute-api` host name. Contradictions are usage errors, decided before anything is sent.
  *
+ * With none of them and an endpoint on this machine's loopback (local mode), the token of `role` from
+ * local mode's data folder (`localTokens`): the one `npm start` made and printed, so that
+ * `npx tool-ledger list` works against `npm start` as it is. A deployment is never sent that token.
+ *
  * @example
  * ```ts
  * resolveConnection({ sigv4: true }, { AWS_REGION: 'eu-west-1', TOOL_LEDGER_ENDPOINT: url });
  * // { endpoint: URL(url), auth: { kind: 'sigv4', region: 'eu-west-1' } }
  * ```
  */
-export function resolveConnection(options: ConnectionOptions, env: NodeJS.ProcessEnv): Connection {
+export function resolveConnection(
+  options: ConnectionOptions,
+  env: NodeJS.ProcessEnv,
+  local?: { role: 'agent' | 'approver' | 'operator'; localTokens: LocalTokensSource },
+): Connection {
   const raw = options.endpoint ?? nonEmpty(env[SETTINGS.endpoint.name]) ?? DEFAULT_ENDPOINT;
   let endpoint: URL;
   try {
@@ -66,7 +81,10 @@ export function resolveConnection(options: ConnectionOptions, env: NodeJS.Proces
     return { endpoint, auth: { kind: 'sigv4', region } };
   }
   if (options.region !== undefined) throw new UsageError('--region only applies with --sigv4');
-  const token = options.token ?? nonEmpty(env[SETTINGS.token.name]);
+  const token =
+    options.token ??
+    nonEmpty(env[SETTINGS.token.name]) ??
+    (local && isLoopback(endpoint) ? localToken(local.localTokens, local.role) : undefined);
   if (token === undefined) return { endpoint, auth: { kind: 'none' } };
   if (token === '' || /\s/.test(token))
     throw new UsageError('--token must be a non-empty token without spaces');
@@ -89,6 +107,16 @@ export async function signerFor(auth: Auth): Promise<RequestSigner | undefined> 
     case 'none':
       return undefined;
   }
+}
+
+/** Whether the endpoint is on this machine's loopback, where local mode listens. */
+function isLoopback(endpoint: URL): boolean {
+  return ['127.0.0.1', 'localhost', '[::1]'].includes(endpoint.hostname.toLowerCase());
+}
+
+function localToken(source: LocalTokensSource, role: string): string | undefined {
+  const spec = source();
+  return spec === undefined ? undefined : tokenWithRole(spec, role);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

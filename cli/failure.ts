@@ -105,7 +105,10 @@ export function describeFailure(error: unknown, endpoint?: URL): Failure {
 function problemHints(problem: Problem): string[] {
   switch (problem.code) {
     case 'unauthenticated':
-      return [`  pass --token (or set ${SETTINGS.token.name}) for local mode, or --sigv4 on AWS`];
+      return [
+        `  pass --token (or set ${SETTINGS.token.name}) for local mode, or --sigv4 on AWS; against local mode the CLI`,
+        `  otherwise takes the token npm start made in its data folder (${SETTINGS.dataDir.name}, else .data here)`,
+      ];
     case 'not_found':
       return ['  your tenant has no operation with that ID (another tenant’s operations are never visible)'];
     case 'state_changed': {

@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import type { Connection } from './connection';
+import { SETTINGS } from '../functions/contract/environment';
+import { TOKENS_FILE } from '../functions/local/local-tokens';
+import type { Connection, LocalTokensSource } from './connection';
 import type { OperatorApi } from './operator-api';
 
 /**
@@ -20,6 +24,11 @@ export interface CliIo {
   env?: NodeJS.ProcessEnv;
   /** Epoch ms, for ages. @default Date.now */
   now?: () => number;
+  /**
+   * Local mode's tokens spec, from its data folder's tokens file (the CLI's credentials against local
+   * mode when none are given). @default none
+   */
+  localTokens?: LocalTokensSource;
   /** Builds the API for a parsed connection; tests may hand in their own. @default `HttpOperatorApi.connect` */
   connect?: (connection: Connection) => OperatorApi | Promise<OperatorApi>;
   /**
@@ -43,6 +52,7 @@ export function processIo(): CliIo {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     env: process.env,
+    localTokens: () => readLocalTokens(process.env),
     untilStopped: () =>
       new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
@@ -61,4 +71,22 @@ export function processIo(): CliIo {
     };
   }
   return io;
+}
+
+/**
+ * The tokens spec in local mode's data folder (`TOOL_LEDGER_DATA_DIR`, else `.data` in the working
+ * folder), or undefined when there is no such file.
+ *
+ * @example
+ * ```ts
+ * readLocalTokens(process.env); // 'tl_…=local:agent+operator,tl_…=local:approver'
+ * ```
+ */
+export function readLocalTokens(env: NodeJS.ProcessEnv): string | undefined {
+  const dir = env[SETTINGS.dataDir.name]?.trim() || SETTINGS.dataDir.default;
+  try {
+    return readFileSync(join(resolve(dir), TOKENS_FILE), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
 }

@@ -8,6 +8,7 @@ import { mcpCommand } from './commands/mcp';
 import { reconcileCommand } from './commands/reconcile';
 import { resolveCommand } from './commands/resolve';
 import { showCommand } from './commands/show';
+import { tokenCommand } from './commands/token';
 import { toolsCommand } from './commands/tools';
 import { type Connection, DEFAULT_ENDPOINT, resolveConnection } from './connection';
 import { describeFailure, EXIT } from './failure';
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   toolsCommand,
   consoleCommand,
   mcpCommand,
+  tokenCommand,
 ];
 
 /** Options every command accepts, before or after its name. */
@@ -42,7 +44,8 @@ const GLOBAL_OPTIONS: OptionsConfig = {
 const GLOBAL_HELP =
   'Global options:\n' +
   `  --endpoint URL  the API (env ${SETTINGS.endpoint.name}; default ${DEFAULT_ENDPOINT}); on AWS the stage URL\n` +
-  `  --token T       bearer token for local mode (env ${SETTINGS.token.name}, which keeps it out of shell history)\n` +
+  `  --token T       bearer token for local mode (env ${SETTINGS.token.name}, which keeps it out of shell history);\n` +
+  `                  default against local mode: the token it made in its data folder (${SETTINGS.dataDir.name} or .data)\n` +
   '  --sigv4         sign with AWS SigV4 (IAM) using the default credential chain\n' +
   '  --region R      region for --sigv4 (default AWS_REGION, or the execute-api host name)\n' +
   '  --json          print one JSON document (errors as JSON on stderr)\n' +
@@ -100,6 +103,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         region: stringOption(values, 'region'),
       },
       io.env ?? {},
+      io.localTokens ? { role: command.role ?? 'operator', localTokens: io.localTokens } : undefined,
     );
     endpoint = connection.endpoint;
     let api: Promise<OperatorApi> | undefined;
@@ -116,6 +120,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       confirm: io.confirm,
       now: (io.now ?? Date.now)(),
       untilStopped: io.untilStopped,
+      localTokens: io.localTokens,
     });
     return EXIT.ok;
   } catch (error) {

@@ -23,7 +23,9 @@ export interface ReconcileReport {
   actions: Record<string, number>;
   /** Records another writer had already moved on (a concurrent pass, a late commit). */
   skipped: number;
-  /** False when the pass stopped for lack of time; the next scheduled pass takes the rest. */
+  /** Records whose check did not fit the pass's time, left for the scheduled pass (absent from older APIs). */
+  deferred?: number;
+  /** False when the pass did not do everything in its time; the next scheduled pass takes the rest. */
   complete?: boolean;
 }
 

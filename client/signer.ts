@@ -22,7 +22,7 @@ export interface RequestSigner {
  *
  * @example
  * ```ts
- * new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken('dev-token') });
+ * new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken(process.env.TOKEN!) });
  * ```
  */
 export function bearerToken(token: string | (() => string | Promise<string>)): RequestSigner {

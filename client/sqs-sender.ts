@@ -14,6 +14,14 @@ export interface QueueMessage {
   not_after?: string;
 }
 
+/**
+ * The default life of a message: 18 days, the longest the default queues keep one (4 days in the work
+ * queue, 14 in the DLQ), and a day below the shortest retention the default deployment accepts (19
+ * days). A DLQ redrive resets a message's age, so without a `not_after` a redriven message could
+ * outlive its record and run again.
+ */
+export const DEFAULT_MAX_AGE_MS = 18 * 86_400_000;
+
 /** Options of {@link ToolLedgerQueueSender}. */
 export interface QueueSenderOptions {
   /** URL of the work queue (a `.fifo` URL turns on FIFO group and deduplication IDs). */
@@ -25,9 +33,10 @@ export interface QueueSenderOptions {
   /**
    * How long a message stays worth running, ms: becomes `not_after`. Keep it below the records'
    * retention, so a message redriven from the DLQ cannot outlive the record that would replay it.
-   * @default no limit
+   * `false` sends no `not_after` (a redriven message then runs however old it is).
+   * @default {@link DEFAULT_MAX_AGE_MS} (18 days)
    */
-  maxAgeMs?: number;
+  maxAgeMs?: number | false;
   /** @default the system clock */
   clock?: Clock;
 }
@@ -76,7 +85,7 @@ export class ToolLedgerQueueSender {
   private readonly tenant: string;
   private readonly sqs: SQSClient;
   private readonly fifo: boolean;
-  private readonly maxAgeMs: number | undefined;
+  private readonly maxAgeMs: number | false;
   private readonly clock: Clock;
 
   constructor(options: QueueSenderOptions) {
@@ -85,7 +94,7 @@ export class ToolLedgerQueueSender {
     this.tenant = options.tenant;
     this.sqs = options.sqs ?? new SQSClient({});
     this.fifo = options.queueUrl.endsWith('.fifo');
-    this.maxAgeMs = options.maxAgeMs;
+    this.maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
     this.clock = options.clock ?? systemClock;
   }
 
@@ -120,8 +129,7 @@ export class ToolLedgerQueueSender {
     };
     if (input.agentRunId !== undefined) message.agent_run_id = input.agentRunId;
     const notAfter =
-      input.notAfter ??
-      (this.maxAgeMs === undefined ? undefined : new Date(this.clock.now() + this.maxAgeMs));
+      input.notAfter ?? (this.maxAgeMs === false ? undefined : new Date(this.clock.now() + this.maxAgeMs));
     if (notAfter !== undefined) message.not_after = notAfter.toISOString();
     return message;
   }

@@ -155,7 +155,7 @@ const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
  *
  * @example
  * ```ts
- * const client = new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken('dev-token') });
+ * const client = new ToolLedgerClient({ endpoint: 'http://127.0.0.1:3000', signer: bearerToken(process.env.TOKEN!) });
  * const id = operationIdFor({ agentRunId: 'run-42', step: 3, callIndex: 0 });
  * let { operation } = await client.call({ operationId: id, tool: 'webhook.post', arguments: { url, json } });
  * if (operation.state !== 'succeeded') operation = await client.waitFor(id);

@@ -34,6 +34,8 @@ export interface LedgerConfig {
   maxReconcileChecks: number;
   /** Time kept back from the Lambda's remaining time for the commit, ms. */
   commitReserveMs: number;
+  /** Reconciler decisions in flight at once. */
+  reconcileParallelism: number;
   /**
    * Which caller tool names each tenant may declare, and the policy forced on them (the contract,
    * §14); undefined: any name, nothing forced.
@@ -61,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     retryBaseMs: readSetting(env, SETTINGS.retryBaseMs),
     maxReconcileChecks: readSetting(env, SETTINGS.maxReconcileChecks),
     commitReserveMs: readSetting(env, SETTINGS.commitReserveMs),
+    reconcileParallelism: Math.max(1, readSetting(env, SETTINGS.reconcileParallelism)),
     callerTools: readCallerTools(env),
   };
 }

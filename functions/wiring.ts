@@ -4,13 +4,17 @@ import { withUpstreams } from '#tool-ledger/upstreams';
 import { loadConfig } from './config';
 import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
+import { parseTenantRateLimits, type TenantRateLimiter } from './engine/tenant-rate-limit';
 import { noWorkQueue } from './engine/work-queue';
 import { LedgerStore } from './ledger/ledger-store';
+import { DynamoTenantLimiter } from './ledger/tenant-limiter';
 import { inProcessDynamo } from './local/in-process-dynamo';
+import { parseUpstreams } from './mcp/upstreams';
 import { SenderBinding } from './queue/sender-binding';
 import { SqsWorkQueue } from './queue/sqs-work-queue';
 import { parseAllowedOrigin } from './tools/origin-policy';
 import { type ToolEnvironment, type ToolFactory, ToolRegistry } from './tools/registry';
+import { parseToolSecrets, secretReader } from './tools/tool-secrets';
 
 /** Per-request limits of the SDK clients, ms: DynamoDB and SQS answer in milliseconds when well. */
 export const SDK_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 5_000 } as const;
@@ -75,6 +79,8 @@ export interface Runtime {
    */
   queueSenders: SenderBinding | undefined;
   toolEnv: ToolEnvironment;
+  /** Per-tenant request limits of the HTTP front door, when the deployment sets them. */
+  tenantLimiter?: TenantRateLimiter;
   /**
    * Puts the current tools in `deps.tools`: the deployment's, plus the tools of the upstream MCP servers
    * listed so far (`mcpUpstreams`). Handlers await it at the start of every invocation;
@@ -89,8 +95,8 @@ export interface Runtime {
  * DynamoDB and SQS and the `local` flag.
  *
  * The reserved endpoints of the tools are `reservedEndpoints` plus the ledger's own DynamoDB and SQS
- * endpoints when they are set (local mode) and the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when
- * it is.
+ * endpoints when they are set (local mode), the Lambda runtime API (`AWS_LAMBDA_RUNTIME_API`) when
+ * it is, and the gateway's upstream MCP servers (`mcpUpstreams`), locally and on AWS.
  */
 export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadConfig(env);
@@ -136,6 +142,11 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
     toolEnv,
     refreshTools: async () => {},
   };
+  const limits = parseTenantRateLimits(
+    readSetting(env, SETTINGS.tenantRateLimits),
+    SETTINGS.tenantRateLimits.name,
+  );
+  if (limits !== undefined) runtime.tenantLimiter = new DynamoTenantLimiter(dynamo, config.tableName, limits);
   runtime.refreshTools = withUpstreams(deps, env);
   return runtime;
 }
@@ -157,16 +168,26 @@ export function toolEnvironment(env: NodeJS.ProcessEnv = process.env): ToolEnvir
     local: readSetting(env, SETTINGS.local),
     reservedEndpoints: reservedEndpoints(env),
     retentionSeconds: readSetting(env, SETTINGS.retentionSeconds),
+    secret: secretReader(
+      parseToolSecrets(readSetting(env, SETTINGS.toolSecrets), SETTINGS.toolSecrets.name),
+      readSetting(env, SETTINGS.local),
+      env,
+    ),
   };
 }
 
-/** The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). */
+/**
+ * The deployment's own service endpoints, which no tool may reach (see {@link buildRuntime}). The
+ * gateway's upstreams are among them: a tool that reached one could post a JSON-RPC `tools/call`
+ * straight to it, and run a tool the gateway holds for approval with no approval and no record.
+ */
 function reservedEndpoints(env: NodeJS.ProcessEnv): string[] {
   return [
     ...readSetting(env, SETTINGS.reservedEndpoints),
     readSetting(env, SETTINGS.dynamoEndpoint),
     readSetting(env, SETTINGS.sqsEndpoint),
     env.AWS_LAMBDA_RUNTIME_API,
+    ...parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams)).map((upstream) => upstream.url),
   ].filter((entry): entry is string => entry !== undefined && entry.trim() !== '');
 }
 

@@ -1,14 +1,17 @@
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
-import { Topic } from 'aws-cdk-lib/aws-sns';
+import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 
 /**
  * The SNS topic the alarms notify when the deployment brings none: an alarm without an action tells
  * no one. The topic is encrypted with a key of its own, because CloudWatch can publish to an encrypted
  * topic only when the key lets it (an AWS managed key cannot), and the key lets CloudWatch in for this
- * account's alarms only.
+ * account's alarms only. The topic's policy holds TLS-only (a deny) and an allow for CloudWatch to
+ * publish: a topic with a resource policy accepts what the policy allows, and CloudWatch alarms
+ * publish as the `cloudwatch.amazonaws.com` service, so the allow is what lets a notification through
+ * whether or not the account's own principals are otherwise allowed.
  */
 
 /** Settings of the topic. */
@@ -42,5 +45,41 @@ export class AlarmTopic extends Construct {
       }),
     );
     this.topic = new Topic(this, 'Topic', { masterKey: this.key, enforceSSL: true });
+  }
+}
+
+/**
+ * Lets CloudWatch alarms of this account publish to `topic` (`sns:Publish` for the service principal,
+ * only from this account's alarm ARNs). A topic imported from elsewhere cannot be changed from here:
+ * synth warns, and the topic's owner must add the same statement.
+ */
+export function allowAlarmsToPublish(scope: Construct, topic: ITopic): void {
+  const stack = Stack.of(scope);
+  const added = topic.addToResourcePolicy(
+    new PolicyStatement({
+      sid: 'AllowCloudWatchAlarmsToPublish',
+      principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: {
+        ArnLike: {
+          'aws:SourceArn': stack.formatArn({
+            service: 'cloudwatch',
+            resource: 'alarm',
+            resourceName: '*',
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+        },
+        StringEquals: { 'aws:SourceAccount': stack.account },
+      },
+    }),
+  );
+  if (!added.statementAdded) {
+    Annotations.of(scope).addWarningV2(
+      'tool-ledger:alarm-topic-policy',
+      'The alarm topic is not a topic of this app, so its policy cannot be changed from here: make sure it ' +
+        'allows cloudwatch.amazonaws.com to sns:Publish (aws:SourceAccount of this account), and that its key, ' +
+        'if any, lets CloudWatch use it; otherwise the alarms change state and tell no one.',
+    );
   }
 }

@@ -57,6 +57,7 @@ export function principalsFor(
 export function apiResourcePolicy(
   tenants: Readonly<Record<string, ResolvedTenant>>,
   stage: string,
+  vpcEndpointIds: readonly string[] = [],
 ): PolicyDocument {
   const groups = new Map<string, { roles: readonly LedgerRole[]; routes: LedgerRoute[] }>();
   for (const route of LEDGER_ROUTES) {
@@ -89,6 +90,19 @@ export function apiResourcePolicy(
         resources: group.routes.map((route) => routeResource(stage, route)),
         // No principal bound to these roles: nobody may call these routes.
         conditions: principals.length > 0 ? { ArnNotEquals: { 'aws:PrincipalArn': principals } } : undefined,
+      }),
+    );
+  }
+  if (vpcEndpointIds.length > 0) {
+    // A private API: only requests through the deployment's own VPC endpoints, whoever signs them.
+    document.addStatements(
+      new PolicyStatement({
+        sid: 'OnlyThroughVpcEndpoints',
+        effect: Effect.DENY,
+        principals: [new StarPrincipal()],
+        actions: ['execute-api:Invoke'],
+        resources: LEDGER_ROUTES.map((route) => routeResource(stage, route)),
+        conditions: { StringNotEquals: { 'aws:SourceVpce': [...vpcEndpointIds] } },
       }),
     );
   }

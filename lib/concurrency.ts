@@ -5,7 +5,8 @@ import { DEFAULT_EXECUTOR_CONCURRENCY } from '../functions/contract/environment'
  * poller to hundreds of executors: targets are flooded, and the executors take the account's whole
  * concurrency, so the API and the reconciler are throttled exactly when they are needed. The defaults
  * cap the executor twice (the event source stops polling at `executorMaxConcurrency`; reserved
- * concurrency guarantees it that many and no more) and the reconciler at one pass at a time.
+ * concurrency guarantees it that many and no more), the reconciler at one pass at a time, and reserve
+ * the API what the declared throughput needs ({@link apiReservedFor}).
  */
 
 /** Most executors the SQS event source starts by default (local mode runs as many executor loops). */
@@ -13,6 +14,21 @@ export const DEFAULT_EXECUTOR_MAX_CONCURRENCY = DEFAULT_EXECUTOR_CONCURRENCY;
 
 /** Reconciler passes at once: one. An overlapping pass is safe but only repeats reads. */
 export const DEFAULT_RECONCILER_RESERVED = 1;
+
+/** The declared throughput's default, in requests per second (lib/capacity.ts). */
+const DEFAULT_API_REQUESTS_PER_SECOND = 2_000;
+
+/** A typical API request (a first execution of a quick tool, a replay, a read) takes about this long. */
+const TYPICAL_API_REQUEST_SECONDS = 0.1;
+
+/**
+ * The API's default reserved concurrency: the declared requests per second at a typical 100 ms each
+ * (200 for the default 2,000 per second). Reserved, the API can neither be starved by the executors
+ * nor take the account's whole concurrency; slower synchronous tools need more (throughput × duration).
+ */
+export function apiReservedFor(requestsPerSecond: number): number {
+  return Math.max(10, Math.ceil(requestsPerSecond * TYPICAL_API_REQUEST_SECONDS));
+}
 
 /** Reserved concurrency of a handler: a number, or `false` for none (the account's shared pool). */
 export type ReservedConcurrency = number | false;
@@ -38,11 +54,15 @@ export interface ResolvedConcurrency {
  * source's `maxConcurrency`, or the poller keeps invoking a throttled function and messages return to
  * the queue (and count towards the DLQ) without ever running.
  */
-export function resolveConcurrency(props: ConcurrencyProps, problems: string[]): ResolvedConcurrency {
+export function resolveConcurrency(
+  props: ConcurrencyProps,
+  problems: string[],
+  requestsPerSecond: number = DEFAULT_API_REQUESTS_PER_SECOND,
+): ResolvedConcurrency {
   const max = props.executorMaxConcurrency ?? DEFAULT_EXECUTOR_MAX_CONCURRENCY;
   const given = props.reservedConcurrency ?? {};
   const reserved: ResolvedConcurrency['reserved'] = {};
-  const api = given.api ?? false;
+  const api = given.api ?? apiReservedFor(requestsPerSecond);
   const executor = given.executor ?? max;
   const reconciler = given.reconciler ?? DEFAULT_RECONCILER_RESERVED;
   if (api !== false) reserved.api = api;

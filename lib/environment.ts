@@ -18,6 +18,8 @@ export const LAMBDA_WORKSPACE_DIR: string = SETTINGS.workspaceDir.default;
 export interface EnvironmentRefs {
   tableName: string;
   queueUrl: string;
+  /** The ledger's identity, read back from the table at deploy time (lib/ledger-identity.ts). */
+  ledgerId?: string;
 }
 
 /** Variables every handler gets. */
@@ -25,6 +27,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
   const owned: Record<string, string> = {
     [SETTINGS.tableName.name]: refs.tableName,
     [SETTINGS.queueUrl.name]: refs.queueUrl,
+    ...(refs.ledgerId === undefined ? {} : { [SETTINGS.ledgerId.name]: refs.ledgerId }),
     [SETTINGS.retentionSeconds.name]: String(settings.retention.toSeconds()),
     [SETTINGS.leaseGraceMs.name]: String(settings.leaseGrace.toMilliseconds()),
     [SETTINGS.syncWaitMs.name]: String(settings.syncWait.toMilliseconds()),
@@ -33,6 +36,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     [SETTINGS.attentionShards.name]: String(settings.attentionShards),
     [SETTINGS.unresolvedShards.name]: String(settings.unresolvedShards),
     [SETTINGS.commitReserveMs.name]: String(COMMIT_RESERVE.toMilliseconds()),
+    [SETTINGS.reconcileParallelism.name]: String(settings.reconcileParallelism),
     // A queued record is re-enqueued only once its message had time to be received and fail once: a
     // backlog held back by executorMaxConcurrency is not re-enqueued on every reconciler tick.
     [SETTINGS.queuedStaleMs.name]: String(settings.visibilityTimeout.toMilliseconds() + 60_000),
@@ -51,7 +55,9 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
       name === SETTINGS.iamTenants.name ||
       name === SETTINGS.iamTenantsFile.name ||
       name === SETTINGS.callerTools.name ||
-      name === SETTINGS.queueTenants.name
+      name === SETTINGS.queueTenants.name ||
+      name === SETTINGS.tenantRateLimits.name ||
+      name === SETTINGS.toolSecrets.name
     ) {
       throw new ToolLedgerConfigError([
         `environment sets ${name}, which ToolLedger sets from its props: use the matching prop.`,
@@ -71,6 +77,7 @@ export function apiEnvironment(scope: Construct, settings: LedgerSettings): Reco
   return {
     [SETTINGS.iamTenantsFile.name]: TENANTS_FILE_PATH,
     [SETTINGS.iamTenants.name]: Stack.of(scope).toJsonString(deployTime),
+    [SETTINGS.tenantRateLimits.name]: JSON.stringify(settings.tenantRateLimits),
     // Which caller tool names each tenant may declare (the contract, §14); only the API reads it.
     ...(settings.callerTools === undefined ? {} : { [SETTINGS.callerTools.name]: settings.callerTools }),
   };

@@ -1,6 +1,7 @@
 import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Architecture, Function as LambdaFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -35,6 +36,8 @@ export interface HandlerFunctionProps {
   bundling: BundleSettings;
   /** How long the function's logs are kept. */
   logRetention: RetentionDays;
+  /** A customer-managed key for the log group. @default CloudWatch Logs' own encryption */
+  logKey?: IKey;
   /** What happens to the log group when the stack is deleted. */
   removalPolicy: RemovalPolicy;
   /** Active X-Ray tracing. */
@@ -79,6 +82,7 @@ export class HandlerFunction extends Construct {
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
+      ...(props.logKey === undefined ? {} : { encryptionKey: props.logKey }),
     });
     this.logGroup.grantWrite(this.role);
     this.fn = new LambdaFunction(this, 'Function', {

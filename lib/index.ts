@@ -18,6 +18,12 @@ export type { DeclaredThroughput } from './capacity';
 export { ToolLedgerConfigError } from './config-error';
 export { LAMBDA_WORKSPACE_DIR } from './environment';
 export { ToolLedger } from './tool-ledger';
-export type { CallerToolRuleProps, TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
+export type {
+  CallerToolRuleProps,
+  HandlerName,
+  TenantPrincipals,
+  ToolLedgerProps,
+  ToolSecret,
+} from './tool-ledger-props';
 export { ToolLedgerStack, type ToolLedgerStackProps } from './tool-ledger-stack';
 export { readToolManifest, type ToolManifest } from './tool-manifest';

@@ -1,8 +1,9 @@
-import { Annotations, type RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
   AuthorizationType,
+  CfnAccount,
   EndpointType,
   type IResource,
   JsonSchemaType,
@@ -13,14 +14,24 @@ import {
   RequestValidator,
   ResponseType,
   RestApi,
+  SecurityPolicy,
 } from 'aws-cdk-lib/aws-apigateway';
-import { Grant, type IGrantable, ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { ICertificate } from 'aws-cdk-lib/aws-certificatemanager';
+import type { IVpcEndpoint } from 'aws-cdk-lib/aws-ec2';
+import {
+  Grant,
+  type IGrantable,
+  ManagedPolicy,
+  PolicyStatement,
+  Role,
+  ServicePrincipal,
+} from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import {
-  API_STAGE,
   LEDGER_ROUTES,
   type LedgerRole,
   type LedgerRoute,
@@ -48,6 +59,8 @@ export interface LedgerApiProps {
   handler: IFunction;
   /** How long access logs are kept. */
   logRetention: RetentionDays;
+  /** A customer-managed key for the access log group. */
+  logKey?: IKey | undefined;
   /** What happens to the access log group when the stack is deleted. */
   removalPolicy: RemovalPolicy;
   /** Active X-Ray tracing on the stage. */
@@ -64,10 +77,16 @@ export interface LedgerApiProps {
   detailedMetrics: boolean;
   /** Execution logs (errors only); needs the account's API Gateway logging role. */
   executionLogging: boolean;
-  /** Create the account-level role API Gateway needs to write execution logs. */
+  /** Create the account-level role API Gateway needs to write access and execution logs. */
   cloudWatchRole: boolean;
   /** A WAFv2 web ACL to associate with the stage. */
   webAclArn: string | undefined;
+  /** The stage name. */
+  stageName: string;
+  /** Interface endpoints of a private API; undefined for a regional one. */
+  privateEndpoints: readonly IVpcEndpoint[] | undefined;
+  /** A custom domain mapped to the stage. */
+  domainName: { name: string; certificate: ICertificate; basePath?: string } | undefined;
 }
 
 /** The route whose method limit is lower than the stage's: each call runs a reconciler pass. */
@@ -124,8 +143,14 @@ export class LedgerApi extends Construct {
     this.accessLogs = new LogGroup(this, 'AccessLogs', {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
+      ...(props.logKey === undefined ? {} : { encryptionKey: props.logKey }),
     });
-    const policy = apiResourcePolicy(props.tenants, API_STAGE);
+    const privateEndpoints = props.privateEndpoints ?? [];
+    const policy = apiResourcePolicy(
+      props.tenants,
+      props.stageName,
+      privateEndpoints.map((endpoint) => endpoint.vpcEndpointId),
+    );
     const methodSettings = {
       loggingLevel: props.executionLogging ? MethodLoggingLevel.ERROR : MethodLoggingLevel.OFF,
       dataTraceEnabled: false,
@@ -134,13 +159,15 @@ export class LedgerApi extends Construct {
     this.api = new RestApi(this, 'Api', {
       restApiName: props.name,
       description: 'tool-ledger: run AI agents tool calls at most once (SigV4-signed requests only)',
-      endpointTypes: [EndpointType.REGIONAL],
-      cloudWatchRole: props.cloudWatchRole,
-      cloudWatchRoleRemovalPolicy: props.cloudWatchRole ? props.removalPolicy : undefined,
+      ...(privateEndpoints.length > 0
+        ? { endpointConfiguration: { types: [EndpointType.PRIVATE], vpcEndpoints: [...privateEndpoints] } }
+        : { endpointTypes: [EndpointType.REGIONAL] }),
+      // The account-level logging role is the stack's (accountLoggingRole below), not each API's.
+      cloudWatchRole: false,
       defaultMethodOptions: { authorizationType: AuthorizationType.IAM },
       policy,
       deployOptions: {
-        stageName: API_STAGE,
+        stageName: props.stageName,
         accessLogDestination: new LogGroupLogDestination(this.accessLogs),
         accessLogFormat: accessLogFormat(),
         // Execution logs at ERROR at most, and never request/response data (no arguments, results or headers in any log).
@@ -178,6 +205,16 @@ export class LedgerApi extends Construct {
           'quota before deploying, or bind fewer principals (one role per tenant and role).',
       );
     }
+    if (props.cloudWatchRole) this.api.deploymentStage.node.addDependency(accountLoggingRole(this));
+    if (props.domainName !== undefined) {
+      this.api.addDomainName('Domain', {
+        domainName: props.domainName.name,
+        certificate: props.domainName.certificate,
+        endpointType: EndpointType.REGIONAL,
+        securityPolicy: SecurityPolicy.TLS_1_2,
+        ...(props.domainName.basePath === undefined ? {} : { basePath: props.domainName.basePath }),
+      });
+    }
     // The stack outputs the URL once, as ApiUrl; RestApi's own Endpoint output would repeat it.
     this.api.node.tryRemoveChild('Endpoint');
     this.addRoutes(props.handler);
@@ -212,14 +249,6 @@ export class LedgerApi extends Construct {
           'Execution logs need the account-wide API Gateway logging role, which one instance must not own for ' +
           'all; every request is still in the access logs (status, principal, integration request ID). Turn on ' +
           'apiExecutionLogging where the account has the role.',
-      });
-    }
-    if (props.cloudWatchRole) {
-      Validations.of(this.api).acknowledge({
-        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-        reason:
-          "API Gateway's account-level logging role uses AmazonAPIGatewayPushToCloudWatchLogs, the policy AWS " +
-          'documents for exactly this role; it grants only log writes.',
       });
     }
   }
@@ -347,6 +376,40 @@ export class LedgerApi extends Construct {
     acknowledgeWildcardResources(policy, this.routeArns(role), ROUTE_WILDCARD_REASON);
     return policy;
   }
+}
+
+/**
+ * The account-level role API Gateway writes access and execution logs with (`AWS::ApiGateway::Account`),
+ * once per stack however many instances it holds. A stage with access logs fails to deploy in an
+ * account without it, so the first deploy in a fresh account needs it. It is one setting per account
+ * and region, shared by every REST API there: the role and the setting are retained when the stack is
+ * deleted, so other APIs keep logging; setting it where another stack already did changes nothing for
+ * them (any role with AmazonAPIGatewayPushToCloudWatchLogs serves every API of the account).
+ */
+export function accountLoggingRole(scope: Construct): CfnAccount {
+  const stack = Stack.of(scope);
+  const id = 'ToolLedgerApiGatewayAccount';
+  const existing = stack.node.tryFindChild(id);
+  if (existing !== undefined) return (existing as Construct).node.defaultChild as CfnAccount;
+  const holder = new Construct(stack, id);
+  const role = new Role(holder, 'LoggingRole', {
+    assumedBy: new ServicePrincipal('apigateway.amazonaws.com'),
+    description:
+      'API Gateway writes REST API access and execution logs with this role (account-wide setting)',
+    managedPolicies: [
+      ManagedPolicy.fromAwsManagedPolicyName('service-role/AmazonAPIGatewayPushToCloudWatchLogs'),
+    ],
+  });
+  role.applyRemovalPolicy(RemovalPolicy.RETAIN);
+  const account = new CfnAccount(holder, 'Resource', { cloudWatchRoleArn: role.roleArn });
+  account.applyRemovalPolicy(RemovalPolicy.RETAIN);
+  Validations.of(role).acknowledge({
+    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+    reason:
+      "API Gateway's account-level logging role uses AmazonAPIGatewayPushToCloudWatchLogs, the policy AWS " +
+      'documents for exactly this role; it grants only log writes.',
+  });
+  return account;
 }
 
 function accessLogFormat(): AccessLogFormat {

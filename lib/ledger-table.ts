@@ -95,7 +95,7 @@ export class LedgerTable extends Construct {
   }
 
   /**
-   * Allow `DeleteItem` on the read-tool cache items only (`pk` starting with `tool-ledger.read#`): the
+   * Allow `DeleteItem` on the read-tool cache items only (`pk` starting with `tool-ledger/read#`): the
    * read path (Powertools idempotency) deletes its record when a read fails. Ledger operations are
    * never deleted, and this condition makes that a property of IAM, not only of the code.
    */

@@ -17,6 +17,8 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { LEDGER_METRICS, METRICS_NAMESPACE } from '../functions/contract/metrics';
+import { LEDGER_INDEXES } from '../functions/contract/table';
+import { NEAR_TIMEOUT_SHARE, PASS_TIME_SHARE } from '../functions/contract/time-budget';
 
 /**
  * Alarms and a dashboard for an operator who must answer two questions: is any operation stuck where
@@ -38,6 +40,8 @@ export interface LedgerMonitoringProps {
   serviceName: string;
   /** The API. */
   api: RestApi;
+  /** The ledger table's name (its GSIs are the contract's). */
+  tableName: string;
   /** The handlers, by name, with their timeouts. */
   functions: Readonly<Record<'api' | 'executor' | 'reconciler', { fn: IFunction; timeout: Duration }>>;
   /** Work queue. */
@@ -58,16 +62,17 @@ export interface LedgerMonitoringProps {
   apiLatencyThreshold: Duration;
   /** Alarm when the oldest dead letter is older than this (before SQS deletes it). */
   deadLetterAgeThreshold: Duration;
+  /** Handler errors in a 5-minute period that count towards the `*Errors` alarms (two periods of three). */
+  handlerErrorThreshold: number;
+  /** Throttle events of the table or of one index in a 5-minute period (two periods of three). */
+  tableThrottleThreshold: number;
   /** Where alarm and OK notifications go. */
   alarmTopic: ITopic;
 }
 
-/** A handler whose slowest invocation reaches this share of its timeout is about to be cut off. */
-const NEAR_TIMEOUT = 0.9;
-
 /** The alarms (by name) and the dashboard. */
 export class LedgerMonitoring extends Construct {
-  /** Every alarm, by a stable name (see the README's alarm table). */
+  /** Every alarm, by a stable name (see the alarm table of docs/deploying.md). */
   readonly alarms: Readonly<Record<string, Alarm>>;
   /** One dashboard with the API, the ledger, the reconciler, the queues and the handlers. */
   readonly dashboard: Dashboard;
@@ -89,12 +94,13 @@ export class LedgerMonitoring extends Construct {
       metric: IMetric,
       threshold: number,
       description: string,
-      options: { periods?: number; missing?: TreatMissingData; below?: boolean } = {},
+      options: { periods?: number; datapoints?: number; missing?: TreatMissingData; below?: boolean } = {},
     ) => {
       const created = new Alarm(this, name, {
         metric,
         threshold,
         evaluationPeriods: options.periods ?? 1,
+        ...(options.datapoints === undefined ? {} : { datapointsToAlarm: options.datapoints }),
         comparisonOperator: options.below
           ? ComparisonOperator.LESS_THAN_THRESHOLD
           : ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -126,8 +132,18 @@ export class LedgerMonitoring extends Construct {
       'UnresolvedOperations',
       ledger(LEDGER_METRICS.unresolvedOperations, 'Maximum'),
       props.unresolvedThreshold,
-      'For 15 minutes, each reconciler pass found many unresolved operations due for attention (stale queued, expired leases, uncertain, retryable, expired approvals): targets or the executor are failing.',
-      { periods: 3 },
+      'For 15 minutes, each reconciler pass found many unresolved operations due for attention (stale queued, expired leases, uncertain, retryable, expired approvals): targets or the executor are failing. Every pass reports this, so no report at all also alarms: the backlog is then unknown (see ReconcilerIncomplete, ReconcilerStalled).',
+      // Every scheduled pass emits it (a lower bound when it could not finish): a period without it
+      // means no pass reported, exactly when the backlog may be growing, so missing data is a breach.
+      { periods: 3, missing: TreatMissingData.BREACHING },
+    );
+    alarm(
+      'ReconcilerIncomplete',
+      ledger(LEDGER_METRICS.incompletePasses, 'Minimum'),
+      1,
+      `For 15 minutes no reconciler pass reached every due operation (each ran out of its ${PASS_TIME_SHARE * 100}% share of the invocation even for quick decisions), or no pass reported at all (killed by its timeout, failing before its end): the backlog outgrows what a pass can do. Check the reconcile pass logs (complete, deferred, actions); raise reconcileParallelism or reconcileInterval, or find the failing target.`,
+      // A pass that cannot finish because it is killed emits nothing: missing data is a breach.
+      { periods: 3, missing: TreatMissingData.BREACHING },
     );
     alarm(
       'NeedsReconciliation',
@@ -188,20 +204,70 @@ export class LedgerMonitoring extends Construct {
       alarm(
         `${label}NearTimeout`,
         fn.metricDuration({ period: five, statistic: 'Maximum' }),
-        Math.floor(timeout.toMilliseconds() * NEAR_TIMEOUT),
-        `The ${name} handler ran for ${NEAR_TIMEOUT * 100}% of its ${timeout.toSeconds()} s timeout: the next slow invocation is cut off mid-work (leases expire, passes stop early). Find the slow dependency in its logs.`,
+        Math.floor(timeout.toMilliseconds() * NEAR_TIMEOUT_SHARE),
+        `The ${name} handler ran for ${NEAR_TIMEOUT_SHARE * 100}% of its ${timeout.toSeconds()} s timeout: the next slow invocation is cut off mid-work (leases expire, passes stop early). Reconciler passes end by ${PASS_TIME_SHARE * 100}% however busy, so this is a slow dependency, not a backlog: find it in the handler's logs.`,
       );
       alarm(
         `${label}Errors`,
         fn.metricErrors({ period: five, statistic: 'Sum' }),
-        1,
-        `The ${name} handler threw or timed out. Handlers map every known failure to a response, so this is a bug or a timeout.`,
+        props.handlerErrorThreshold,
+        `The ${name} handler threw or timed out in two of the last three 5-minute periods. Handlers map every known failure to a response, so this is a bug or a timeout that keeps happening (a single one does not page).`,
+        // One error (a cold start racing a deploy, one network blip) is not a page; a recurring one is.
+        { periods: 3, datapoints: 2 },
       );
       alarm(
         `${label}Throttles`,
         fn.metricThrottles({ period: five, statistic: 'Sum' }),
         1,
         `The ${name} handler was throttled: raise its reserved concurrency or the account limit.`,
+      );
+    }
+    // DynamoDB throttling of the table and of each index: on demand still throttles a hot partition,
+    // and a throttled index throttles the table writes that feed it. The SDK retries, so one event is
+    // not a page; throttling in two of three periods is. DynamoDB emits these metrics only when there
+    // are events, so missing data means none (not breaching, deliberately).
+    const throttles = (label: string, dimensions: Record<string, string>) =>
+      new MathExpression({
+        expression: 'reads + writes',
+        label,
+        period: five,
+        usingMetrics: {
+          reads: new Metric({
+            namespace: 'AWS/DynamoDB',
+            metricName: 'ReadThrottleEvents',
+            statistic: 'Sum',
+            period: five,
+            dimensionsMap: dimensions,
+          }),
+          writes: new Metric({
+            namespace: 'AWS/DynamoDB',
+            metricName: 'WriteThrottleEvents',
+            statistic: 'Sum',
+            period: five,
+            dimensionsMap: dimensions,
+          }),
+        },
+      });
+    const throttleAlarms: [string, IMetric][] = [
+      ['TableThrottles', throttles('table throttle events', { TableName: props.tableName })],
+      ...LEDGER_INDEXES.map(
+        (index) =>
+          [
+            `${capitalize(index.name)}IndexThrottles`,
+            throttles(`${index.name} index throttle events`, {
+              TableName: props.tableName,
+              GlobalSecondaryIndexName: index.name,
+            }),
+          ] as [string, IMetric],
+      ),
+    ];
+    for (const [name, metric] of throttleAlarms) {
+      alarm(
+        name,
+        metric,
+        props.tableThrottleThreshold,
+        `DynamoDB throttled reads or writes of the ledger ${name === 'TableThrottles' ? 'table' : `table's ${name.replace('IndexThrottles', '').toLowerCase()} index`} in two of the last three 5-minute periods: requests fail as 503 ledger_unavailable once the SDK's retries are spent. Check the hot partition (the declared throughput and the shard counts) and the account's table quotas.`,
+        { periods: 3, datapoints: 2, missing: TreatMissingData.NOT_BREACHING },
       );
     }
     this.alarms = alarms;

@@ -76,7 +76,9 @@ export class QueueSenderBinding {
 
 function uniqueIdOf(principal: IRole | string): string {
   if (typeof principal !== 'string') {
-    if (principal instanceof Role) return principal.roleId;
+    // `Role.isRole`, not `instanceof`: a consumer's app may hold its own copy of aws-cdk-lib, whose
+    // roles are roles all the same (the check reads a registry symbol every copy shares).
+    if (Role.isRole(principal)) return (principal as Role).roleId;
     throw new ToolLedgerConfigError([
       `queue sender ${principal.node.path} is not a Role of this app (an imported role or a user), whose ` +
         'unique ID CloudFormation cannot read: pass its ID in queueSenders instead (aws iam get-role --role-name <name> --query Role.RoleId, "AROA…").',

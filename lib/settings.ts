@@ -1,10 +1,13 @@
 import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { SETTINGS } from '../functions/contract/environment';
+import { API_STAGE } from '../functions/contract/routes';
 import { TENANT_PATTERN } from '../functions/contract/table';
+import { longestReconcileMs, PASS_TIME_SHARE } from '../functions/contract/time-budget';
 import { callerToolRuleProblem, formatCallerTools } from '../functions/domain/caller-tools';
 import { TOOL_NAME_PATTERN } from '../functions/domain/tool';
 import { formatUpstreams, UpstreamSettingError } from '../functions/mcp/upstreams';
+import { entriesReaching } from '../functions/tools/origin-policy';
 import { DEFAULT_TOOLS_MODULE, HANDLER_ENTRIES } from './bundling';
 import { planShards, type ShardPlan } from './capacity';
 import { resolveConcurrency } from './concurrency';
@@ -20,6 +23,7 @@ import {
 import { type ResolvedTenant, splitTenants } from './tenant-bindings';
 import type { TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
 import { readToolManifestSync } from './tool-manifest';
+import { checkToolSecrets } from './tool-secrets';
 
 export { ToolLedgerConfigError } from './config-error';
 export type { ResolvedTenant } from './tenant-bindings';
@@ -56,6 +60,8 @@ export interface LedgerSettings {
   retention: Duration;
   toolRetentions: Record<string, Duration>;
   toolTimeouts: Record<string, Duration>;
+  /** The `reconcile` deadline of each tool that has one. */
+  toolReconcileTimeouts: Record<string, Duration>;
   queueRetention: Duration;
   deadLetterRetention: Duration;
   maxReceiveCount: number;
@@ -83,7 +89,14 @@ export interface LedgerSettings {
   /** `TOOL_LEDGER_CALLER_TOOLS` as the API reads it (undefined: any name, nothing forced). */
   callerTools: string | undefined;
   environment: Record<string, string>;
-  memorySize: number;
+  /** MB of memory per handler. */
+  memorySize: { api: number; executor: number; reconciler: number };
+  /** Requests per second each tenant may make (`*`: every tenant not named). */
+  tenantRateLimits: Record<string, number>;
+  /** Reconciler decisions in flight at once. */
+  reconcileParallelism: number;
+  /** The API stage (the first segment of every path). */
+  stageName: string;
   removalPolicy: RemovalPolicy;
   logRetention: RetentionDays;
   tracing: boolean;
@@ -101,6 +114,8 @@ export interface LedgerSettings {
   apiServerErrorRate: number;
   apiLatencyThreshold: Duration;
   deadLetterAgeThreshold: Duration;
+  handlerErrorThreshold: number;
+  tableThrottleThreshold: number;
 }
 
 /** Requests per second and burst (token bucket size) of an API Gateway limit. */
@@ -109,8 +124,41 @@ export interface Throttling {
   readonly burstLimit: number;
 }
 
-/** Stage-wide default: far below the account's 10,000 requests per second, shared by every API. */
-export const DEFAULT_API_THROTTLING: Throttling = { rateLimit: 100, burstLimit: 200 };
+/**
+ * The stage-wide default: the declared throughput (requests per second), with a burst of twice that
+ * (at most API Gateway's 5,000), so the API carries what the deployment was planned for and no more;
+ * the account's 10,000 requests per second are shared by every API. Tenants are limited one by one
+ * in the handler (`tenantRateLimits`).
+ */
+export function stageThrottlingFor(requestsPerSecond: number): Throttling {
+  return { rateLimit: requestsPerSecond, burstLimit: Math.min(5_000, 2 * requestsPerSecond) };
+}
+
+/** The smallest and largest memory Lambda allows, MB. */
+const LAMBDA_MEMORY = { min: 128, max: 10_240 } as const;
+
+/** Default memory of each handler, MB. */
+const DEFAULT_MEMORY = 512;
+
+function resolveMemory(
+  given: ToolLedgerProps['memorySize'],
+  problems: string[],
+): LedgerSettings['memorySize'] {
+  const each = typeof given === 'number' ? { api: given, executor: given, reconciler: given } : (given ?? {});
+  const memory = {
+    api: each.api ?? DEFAULT_MEMORY,
+    executor: each.executor ?? DEFAULT_MEMORY,
+    reconciler: each.reconciler ?? DEFAULT_MEMORY,
+  };
+  for (const [name, mb] of Object.entries(memory)) {
+    if (!isIntIn(mb, LAMBDA_MEMORY.min, LAMBDA_MEMORY.max)) {
+      problems.push(
+        `memorySize.${name} is ${mb} MB; Lambda allows whole MB from ${LAMBDA_MEMORY.min} to ${LAMBDA_MEMORY.max}.`,
+      );
+    }
+  }
+  return memory;
+}
 
 /** `POST /v1/reconciliations` runs a whole pass; one a second is plenty for a person at a CLI. */
 export const DEFAULT_RECONCILE_THROTTLING: Throttling = { rateLimit: 1, burstLimit: 2 };
@@ -130,7 +178,6 @@ export function resolveSettings(
   const tenants = resolveTenants(props.tenants ?? {}, problems);
   const executorTimeout = props.executorTimeout ?? Duration.minutes(2);
   const reconcileInterval = props.reconcileInterval ?? Duration.minutes(1);
-  const concurrency = resolveConcurrency(props, problems);
   const sharedWorkspace = props.sharedWorkspace;
   const workspaceDir = sharedWorkspace ? SHARED_WORKSPACE_MOUNT : SETTINGS.workspaceDir.default;
   // Without a file system the handlers share, only tools whose effects live outside the sandbox fit.
@@ -146,6 +193,13 @@ export function resolveSettings(
     local: false,
   });
   const throughput = planShards(props.declaredThroughput, props.attentionShards, problems);
+  const concurrency = resolveConcurrency(props, problems, throughput.firstExecutionsPerSecond);
+  if (props.network !== undefined && props.executorNetwork !== undefined) {
+    problems.push(
+      'network and executorNetwork are both set: use network alone (it covers every function that runs tools: ' +
+        'the API, the executor and the reconciler).',
+    );
+  }
   const settings: LedgerSettings = {
     tenants,
     queueTenants: [...(props.queueTenants ?? Object.keys(tenants))],
@@ -161,6 +215,7 @@ export function resolveSettings(
     retention: props.retention ?? Duration.days(30),
     toolRetentions: merge(manifest.retentions, props.toolRetentions ?? {}, 'shorter'),
     toolTimeouts: merge(manifest.timeouts, props.toolTimeouts ?? {}, 'longer'),
+    toolReconcileTimeouts: merge(manifest.reconcileTimeouts, props.toolReconcileTimeouts ?? {}, 'longer'),
     queueRetention: props.queueRetention ?? Duration.days(4),
     deadLetterRetention: props.deadLetterRetention ?? Duration.days(14),
     maxReceiveCount: props.maxReceiveCount ?? 5,
@@ -185,15 +240,18 @@ export function resolveSettings(
     mcpUpstreams: resolveMcpUpstreams(props, problems),
     callerTools: resolveCallerTools(props, tenants, problems),
     environment: { ...props.environment },
-    memorySize: props.memorySize ?? 512,
+    memorySize: resolveMemory(props.memorySize, problems),
+    tenantRateLimits: { '*': throughput.perTenant, ...props.tenantRateLimits },
+    reconcileParallelism: props.reconcileParallelism ?? SETTINGS.reconcileParallelism.default,
+    stageName: props.stageName ?? API_STAGE,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     logRetention: props.logRetention ?? RetentionDays.THREE_MONTHS,
     tracing: props.tracing ?? false,
     serviceName: props.serviceName ?? context.defaultServiceName,
-    apiThrottling: props.apiThrottling ?? DEFAULT_API_THROTTLING,
+    apiThrottling: props.apiThrottling ?? stageThrottlingFor(throughput.firstExecutionsPerSecond),
     reconcileThrottling: props.reconcileThrottling ?? DEFAULT_RECONCILE_THROTTLING,
-    apiCloudWatchRole: props.apiCloudWatchRole ?? false,
-    apiExecutionLogging: props.apiExecutionLogging ?? props.apiCloudWatchRole ?? false,
+    apiCloudWatchRole: props.apiCloudWatchRole ?? true,
+    apiExecutionLogging: props.apiExecutionLogging ?? props.apiCloudWatchRole ?? true,
     apiDetailedMetrics: props.apiDetailedMetrics ?? false,
     webAclArn: props.webAclArn,
     bundleAwsSdk: props.bundleAwsSdk ?? false,
@@ -206,12 +264,18 @@ export function resolveSettings(
     deadLetterAgeThreshold:
       props.alarmThresholds?.deadLetterAge ??
       Duration.seconds(Math.floor((props.deadLetterRetention ?? Duration.days(14)).toSeconds() / 2)),
+    handlerErrorThreshold: props.alarmThresholds?.handlerErrors ?? 1,
+    tableThrottleThreshold: props.alarmThresholds?.tableThrottles ?? 1,
   };
   checkQueues(settings, problems);
   checkApi(settings, problems);
   checkTimes(settings, problems);
   checkTools(settings, problems);
+  checkReconcileFits(settings, problems);
+  checkAllowReachesNoUpstream(props, problems);
+  for (const refused of manifest.refused) problems.push(`toolsModule: ${refused}.`);
   problems.push(...checkWorkspaceTools(settings.toolNames, sharedWorkspace !== undefined));
+  problems.push(...checkToolSecrets(props.toolSecrets ?? {}));
   problems.push(
     ...checkRetention({
       defaultRetention: settings.retention,
@@ -301,6 +365,33 @@ function resolveMcpUpstreams(props: ToolLedgerProps, problems: string[]): string
   }
 }
 
+/**
+ * The gateway's upstreams are the deployment's own endpoints, which no tool may reach (the handlers
+ * refuse them whatever the list says): a `webhookAllow` entry that names one is a contradiction.
+ */
+function checkAllowReachesNoUpstream(props: ToolLedgerProps, problems: string[]): void {
+  const allow = props.webhookAllow ?? [];
+  const upstreams = (props.mcpUpstreams ?? []).filter((u) => !Token.isUnresolved(u.url));
+  if (allow.some((entry) => Token.isUnresolved(entry))) return;
+  let reaching: ReturnType<typeof entriesReaching>;
+  try {
+    reaching = entriesReaching(
+      allow,
+      upstreams.map((u) => u.url),
+      { local: false },
+    );
+  } catch {
+    return; // a malformed entry or URL is reported where it is checked
+  }
+  for (const { entry, endpoint } of reaching) {
+    problems.push(
+      `webhookAllow entry ${entry + 1} (${allow[entry]}) reaches mcpUpstreams "${upstreams[endpoint]?.name}": ` +
+        "tools must never reach the gateway's own upstream MCP servers (webhook.post would call their tools " +
+        'without the ledger); remove the entry.',
+    );
+  }
+}
+
 function resolveTenants(
   input: Readonly<Record<string, TenantPrincipals>>,
   problems: string[],
@@ -384,6 +475,29 @@ function checkApi(settings: LedgerSettings, problems: string[]): void {
       );
     }
   }
+  for (const [tenant, limit] of Object.entries(settings.tenantRateLimits)) {
+    if (!isIntIn(limit, 1, 100_000)) {
+      problems.push(
+        `tenantRateLimits.${tenant} is ${limit}; use whole requests per second from 1 (the declared ` +
+          'throughput per tenant is the default).',
+      );
+    }
+    if (tenant !== '*' && !(tenant in settings.tenants)) {
+      problems.push(
+        `tenantRateLimits names "${tenant}", which is not in tenants: add it to tenants or remove it.`,
+      );
+    }
+  }
+  if (!isIntIn(settings.reconcileParallelism, 1, 1000)) {
+    problems.push(
+      `reconcileParallelism is ${settings.reconcileParallelism}; use a whole number from 1 to 1000.`,
+    );
+  }
+  if (!/^[A-Za-z0-9_]{1,128}$/.test(settings.stageName)) {
+    problems.push(
+      `stageName "${settings.stageName}" is not a stage name: use letters, digits and _ (e.g. prod).`,
+    );
+  }
   if (settings.reconcileThrottling.rateLimit > settings.apiThrottling.rateLimit) {
     problems.push('reconcileThrottling allows more than apiThrottling; the stage limit would apply anyway.');
   }
@@ -391,6 +505,14 @@ function checkApi(settings: LedgerSettings, problems: string[]): void {
     problems.push(
       `alarmThresholds.apiServerErrorRate is ${settings.apiServerErrorRate}; use a fraction above 0, at most 1.`,
     );
+  }
+  for (const [name, value] of [
+    ['handlerErrors', settings.handlerErrorThreshold],
+    ['tableThrottles', settings.tableThrottleThreshold],
+  ] as const) {
+    if (!isIntIn(value, 1, 1_000_000)) {
+      problems.push(`alarmThresholds.${name} is ${value}; use a whole number of events, at least 1.`);
+    }
   }
   if (settings.deadLetterAgeThreshold.toSeconds() >= settings.deadLetterRetention.toSeconds()) {
     problems.push(
@@ -428,7 +550,11 @@ function checkTimes(settings: LedgerSettings, problems: string[]): void {
 
 function checkTools(settings: LedgerSettings, problems: string[]): void {
   const budget = settings.executorTimeout.toMilliseconds() - COMMIT_RESERVE.toMilliseconds();
-  for (const name of [...Object.keys(settings.toolRetentions), ...Object.keys(settings.toolTimeouts)]) {
+  for (const name of [
+    ...Object.keys(settings.toolRetentions),
+    ...Object.keys(settings.toolTimeouts),
+    ...Object.keys(settings.toolReconcileTimeouts),
+  ]) {
     if (!TOOL_NAME_PATTERN.test(name)) {
       problems.push(`"${name}" is not a tool name ([a-z][a-z0-9_.-]{0,63}).`);
     }
@@ -439,6 +565,42 @@ function checkTools(settings: LedgerSettings, problems: string[]): void {
         `tool "${tool}" may run ${timeout.toMilliseconds()} ms, but the executor Lambda stops after ` +
           `${settings.executorTimeout.toSeconds()} s including ${COMMIT_RESERVE.toSeconds()} s for the ` +
           `commit: raise executorTimeout to at least ${Math.ceil((timeout.toMilliseconds() + COMMIT_RESERVE.toMilliseconds()) / 1000)} s or lower the tool's timeoutMs.`,
+      );
+    }
+  }
+}
+
+/**
+ * The contract's §7: a pass never stalls, so it starts a check only if the check can end within the
+ * pass (functions/contract/time-budget.ts); a check that can never fit would be handed to an operator
+ * every time. Each tool's `reconcile` deadline must fit a scheduled pass and an operator's pass.
+ */
+function checkReconcileFits(settings: LedgerSettings, problems: string[]): void {
+  const reserve = COMMIT_RESERVE.toMilliseconds();
+  const share = `${PASS_TIME_SHARE * 100}%`;
+  const around = `with ${COMMIT_RESERVE.toSeconds()} s for its commit and ${COMMIT_RESERVE.toSeconds()} s to end the pass`;
+  const scheduled = longestReconcileMs(settings.reconcilerTimeout.toMilliseconds(), reserve);
+  const onRequest = longestReconcileMs(settings.apiTimeout.toMilliseconds(), reserve);
+  for (const [tool, timeout] of Object.entries(settings.toolReconcileTimeouts)) {
+    const ms = timeout.toMilliseconds();
+    const what = `tool "${tool}" may spend ${ms} ms in one reconcile call (its reconcileTimeoutMs, else its timeoutMs), but`;
+    if (ms > scheduled) {
+      // The whole minutes whose pass fits it: share × interval − 2 reserves ≥ ms.
+      const neededMs = ms + 2 * reserve;
+      let minutes = Math.ceil(neededMs / PASS_TIME_SHARE / 60_000);
+      while (longestReconcileMs(minutes * 60_000, reserve) < ms) minutes += 1;
+      const raise = minutes <= 15 ? `, or raise reconcileInterval to at least ${minutes} minutes` : '';
+      problems.push(
+        `${what} a scheduled reconciler pass starts a check only if it can end within ${share} of the ` +
+          `reconciler's ${settings.reconcilerTimeout.toSeconds()} s timeout (reconcileInterval), ${around}, so at ` +
+          `most ${scheduled} ms: set the tool's reconcileTimeoutMs to at most ${scheduled}${raise}.`,
+      );
+    }
+    if (ms > onRequest) {
+      problems.push(
+        `${what} POST /v1/reconciliations runs an operator's pass inside the API's ${settings.apiTimeout.toSeconds()} s ` +
+          `and starts a check only if it can end within ${share} of it, ${around}, so at most ${onRequest} ms: ` +
+          `set the tool's reconcileTimeoutMs to at most ${onRequest}.`,
       );
     }
   }

@@ -1,9 +1,13 @@
 import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { ICertificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IVpcEndpoint } from 'aws-cdk-lib/aws-ec2';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { IStringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { DeclaredThroughput } from './capacity';
 import type { ReservedConcurrency } from './concurrency';
 import type { HandlerNetwork } from './handler-function';
@@ -41,6 +45,28 @@ export interface McpUpstreamProps {
   /** Hard deadline of one call. @default Duration.seconds(10) */
   readonly timeout?: Duration;
 }
+
+/** The handlers, by name: the functions that run tools. */
+export type HandlerName = 'api' | 'executor' | 'reconciler';
+
+/**
+ * A secret the deployment's tools read with `env.secret(name)`: a Secrets Manager secret (optionally
+ * one member of its JSON) or an SSM SecureString parameter. Only its ARN or name is in the template;
+ * reading it is granted to `handlers` alone.
+ */
+export type ToolSecret =
+  | {
+      readonly secret: ISecret;
+      /** The member of the secret's JSON that holds the value. @default the whole secret string */
+      readonly field?: string;
+      /** Functions whose tools read it. @default every function that runs tools: api, executor, reconciler */
+      readonly handlers?: readonly HandlerName[];
+    }
+  | {
+      readonly parameter: IStringParameter;
+      /** Functions whose tools read it. @default every function that runs tools: api, executor, reconciler */
+      readonly handlers?: readonly HandlerName[];
+    };
 
 /**
  * One rule of {@link ToolLedgerProps.callerTools}: which tool names may be declared for operations
@@ -125,6 +151,14 @@ export interface ToolLedgerProps {
    * @default {}
    */
   readonly toolTimeouts?: Readonly<Record<string, Duration>>;
+  /**
+   * The deadline of each tool's `reconcile` call, by name: synth fails when one cannot fit in a
+   * reconciler pass (80% of the reconciler's timeout) or in an operator's pass inside the API's 29 s,
+   * each with a commit and the end of the pass. The construct reads the tools module's own values
+   * (`reconcileTimeoutMs`, else `timeoutMs`); these can only make the check stricter.
+   * @default {}
+   */
+  readonly toolReconcileTimeouts?: Readonly<Record<string, Duration>>;
   /** Work queue message retention. @default Duration.days(4) */
   readonly queueRetention?: Duration;
   /** Dead-letter queue message retention. @default Duration.days(14) */
@@ -177,7 +211,7 @@ export interface ToolLedgerProps {
    * The first executions per second the deployment must carry, in all and for its busiest tenant. It
    * sets the GSI shard counts (`TOOL_LEDGER_ATTENTION_SHARDS`, `TOOL_LEDGER_UNRESOLVED_SHARDS`) so no
    * index partition is asked for more than 80 % of its 1,000 write units per second; synth refuses a
-   * declaration the shards cannot carry. Only raise it on a live table (see README, Capacity and ceilings).
+   * declaration the shards cannot carry. Only raise it on a live table (see docs/performance.md, Capacity and ceilings).
    * @default { firstExecutionsPerSecond: 2000, perTenant: 400 }
    */
   readonly declaredThroughput?: DeclaredThroughput;
@@ -206,13 +240,25 @@ export interface ToolLedgerProps {
    */
   readonly callerTools?: readonly CallerToolRuleProps[];
   /**
-   * Extra environment variables for every handler, for a custom tools module's own settings. Names the
-   * construct sets are refused.
+   * Secrets the tools read (`env.secret(NAME)` in a tool), by name (`[A-Z][A-Z0-9_]*`): never in the
+   * environment or the template, only where each lives; reading each is granted to the functions that
+   * need it. Put tokens here, not in `environment`.
+   * @default {}
+   */
+  readonly toolSecrets?: Readonly<Record<string, ToolSecret>>;
+  /**
+   * Extra environment variables for every handler, for a custom tools module's own settings (visible
+   * in the template and the console: secrets go in `toolSecrets`). Names the construct sets are refused.
    * @default {}
    */
   readonly environment?: Readonly<Record<string, string>>;
-  /** Memory of each handler, MB. @default 512 */
-  readonly memorySize?: number;
+  /**
+   * Memory of each handler, MB (CPU scales with it): one size for all, or a size per handler.
+   * @default 512 for each
+   */
+  readonly memorySize?:
+    | number
+    | { readonly api?: number; readonly executor?: number; readonly reconciler?: number };
   /**
    * What happens to the table, its key and the log groups when the stack is deleted. RETAIN also turns
    * on the table's deletion protection; use DESTROY for throwaway dev stacks only.
@@ -233,14 +279,33 @@ export interface ToolLedgerProps {
   /**
    * Stage-wide API throttling (requests per second, burst), so one runaway agent cannot use up the
    * account's API Gateway and Lambda quotas that every other API shares.
-   * @default { rateLimit: 100, burstLimit: 200 }
+   * @default the declared throughput: { rateLimit: firstExecutionsPerSecond, burstLimit: twice that, at most 5000 } (2000/4000)
    */
   readonly apiThrottling?: { readonly rateLimit: number; readonly burstLimit: number };
   /**
-   * Create `AWS::ApiGateway::Account`, the account-level role API Gateway writes execution logs with.
-   * It is one setting per account and region, shared by every REST API there: deleting the stack that
-   * owns it breaks the others' execution logs. Turn it on in one stack per account only.
-   * @default false
+   * Requests per second each tenant may make, by tenant (`*` for every tenant not named): the API
+   * handler counts a tenant's requests per second in the ledger table (one small write per request)
+   * and answers 429 `throttled` with `Retry-After` above the limit, so one tenant's runaway agent
+   * cannot take the stage's whole limit from the others. Counting fails open: if the count cannot be
+   * written, the request goes on.
+   * @default { '*': declaredThroughput.perTenant } (400)
+   */
+  readonly tenantRateLimits?: Readonly<Record<string, number>>;
+  /**
+   * Reconciler decisions in flight at once, in a scheduled pass and an operator's
+   * (`TOOL_LEDGER_RECONCILE_PARALLELISM`): after a target's outage, how fast the due records clear.
+   * @default 16
+   */
+  readonly reconcileParallelism?: number;
+  /**
+   * Create the account-level role API Gateway writes access and execution logs with
+   * (`AWS::ApiGateway::Account`, with a role holding AmazonAPIGatewayPushToCloudWatchLogs), so the
+   * first deploy succeeds in an account that has none (a stage with access logs fails to deploy
+   * without it). It is one setting per account and region, shared by every REST API there: both are
+   * retained when the stack is deleted, whatever `removalPolicy` says, so other APIs keep logging, and
+   * replacing an existing setting with this role changes nothing for them (any role with that policy
+   * serves every API). Set `false` where the account's setting is managed elsewhere.
+   * @default true
    */
   readonly apiCloudWatchRole?: boolean;
   /** A WAFv2 web ACL (REGIONAL scope) to associate with the API stage. @default none */
@@ -276,6 +341,16 @@ export interface ToolLedgerProps {
     readonly apiLatencyP99?: Duration;
     /** Age of the oldest dead letter. @default half of `deadLetterRetention` (7 days) */
     readonly deadLetterAge?: Duration;
+    /**
+     * Errors of one handler in a 5-minute period; the `*Errors` alarms fire when two of three periods
+     * reach it, so a single error never pages. @default 1
+     */
+    readonly handlerErrors?: number;
+    /**
+     * DynamoDB throttle events (reads + writes) of the table or of one index in a 5-minute period;
+     * the throttling alarms fire when two of three periods reach it. @default 1
+     */
+    readonly tableThrottles?: number;
   };
 
   // ── Production on AWS: API limits and logs, bring your own resources ─────────────────────────────
@@ -313,10 +388,50 @@ export interface ToolLedgerProps {
   /** The DLQ of `queue` (alarms watch it). @default a new queue */
   readonly deadLetterQueue?: IQueue;
   /**
-   * Run the executor, where tools (and `webhook.post`) run, in a VPC, so a platform team controls
-   * their egress with security groups and routes. The subnets need a path to DynamoDB and SQS (NAT or
-   * VPC endpoints).
+   * A customer-managed KMS key for the work queue and its DLQ. The construct's own roles and the
+   * producer policy get the key permissions sending and receiving take; a role that redrives the DLQ
+   * needs `kms:Decrypt` and `kms:GenerateDataKey` on it too.
+   * @default SQS-managed encryption (SSE-SQS)
+   */
+  readonly queueKey?: IKey;
+  /**
+   * A customer-managed KMS key for every log group of the deployment (the handlers' and the API's
+   * access logs). A key of the same app is given the statement CloudWatch Logs needs; for a key from
+   * elsewhere, add it yourself (synth warns).
+   * @default CloudWatch Logs' own encryption
+   */
+  readonly logKey?: IKey;
+  /**
+   * Run every function that runs tools in a VPC, so a platform team controls their egress with
+   * security groups and routes: the executor (queued work), the API (synchronous calls, and
+   * `reconcile` in an operator's pass) and the reconciler (`reconcile`). The subnets need a path to
+   * DynamoDB, SQS, CloudWatch and, with `toolSecrets`, Secrets Manager or SSM (NAT or VPC endpoints).
    * @default no VPC (the Lambda service's network, egress to anywhere)
    */
+  readonly network?: HandlerNetwork;
+  /**
+   * @deprecated use `network`, which this now means: tools also run in the API and the reconciler, so
+   * egress control on the executor alone left them uncontrolled.
+   */
   readonly executorNetwork?: HandlerNetwork;
+  /**
+   * The API stage, the first segment of every path (`/<stage>/v1/operations`).
+   * @default 'prod'
+   */
+  readonly stageName?: string;
+  /**
+   * A private REST API, reachable only through these interface VPC endpoints of `execute-api` (the
+   * resource policy also refuses requests from anywhere else).
+   * @default a regional endpoint
+   */
+  readonly endpoint?: { readonly private?: { readonly vpcEndpoints: readonly IVpcEndpoint[] } };
+  /**
+   * A custom domain (regional, TLS 1.2) mapped to the stage, at `basePath` if given.
+   * @default none: the execute-api URL
+   */
+  readonly domainName?: {
+    readonly name: string;
+    readonly certificate: ICertificate;
+    readonly basePath?: string;
+  };
 }

@@ -61,5 +61,17 @@ export class ToolLedgerStack extends Stack {
       'SNS topic every alarm notifies; subscribe to it',
     );
     output('DashboardName', this.ledger.dashboard.dashboardName, 'CloudWatch dashboard');
+    // What `npm run smoke` reads after a deploy: where the executor logs, and the API's settings.
+    output(
+      'ExecutorLogGroup',
+      this.ledger.executorFunction.logGroup.logGroupName,
+      "The executor's log group (one line per work message, by message ID)",
+    );
+    output('ApiFunctionName', this.ledger.apiFunction.functionName, 'The API handler function');
+    output(
+      'LateOutcomesAlarmName',
+      this.ledger.alarms.LateOutcomes!.alarmName,
+      'An alarm the smoke test sets to ALARM once to prove notifications reach the topic',
+    );
   }
 }

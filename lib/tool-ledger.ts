@@ -13,21 +13,30 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { LedgerRole } from '../functions/contract/routes';
 import { LEDGER_TABLE } from '../functions/contract/table';
-import { AlarmTopic } from './alarm-topic';
+import { AlarmTopic, allowAlarmsToPublish } from './alarm-topic';
 import type { BundleSettings } from './bundling';
 import { apiBundledFiles, apiEnvironment, commonEnvironment, executorEnvironment } from './environment';
 import { HandlerFunction } from './handler-function';
 import { instanceName } from './instance-name';
 import { LedgerApi } from './ledger-api';
+import { LedgerIdentity } from './ledger-identity';
 import { LedgerTable } from './ledger-table';
 import { LedgerMonitoring } from './monitoring';
 import { QueueSenderBinding } from './queue-senders';
 import { resolveSettings } from './settings';
 import { workspaceMount } from './shared-workspace';
-import type { ToolLedgerProps } from './tool-ledger-props';
+import type { HandlerName, ToolLedgerProps } from './tool-ledger-props';
+import { toolSecretsFor } from './tool-secrets';
 
-export type { McpUpstreamProps, TenantPrincipals, ToolLedgerProps } from './tool-ledger-props';
+export type {
+  HandlerName,
+  McpUpstreamProps,
+  TenantPrincipals,
+  ToolLedgerProps,
+  ToolSecret,
+} from './tool-ledger-props';
 
+import { allowLogsToUse } from './log-key';
 import { WorkQueue } from './work-queue';
 
 /**
@@ -89,6 +98,7 @@ export class ToolLedger extends Construct {
     });
     this.table = ledgerTable.table;
     this.tableKey = ledgerTable.key;
+    const identity = new LedgerIdentity(this, 'Identity', { table: this.table, tableKey: this.tableKey });
 
     const work = new WorkQueue(this, 'Work', {
       retention: settings.queueRetention,
@@ -100,6 +110,7 @@ export class ToolLedger extends Construct {
         props.queue && props.deadLetterQueue
           ? { queue: props.queue, deadLetterQueue: props.deadLetterQueue }
           : undefined,
+      ...(props.queueKey === undefined ? {} : { key: props.queueKey }),
     });
     this.queue = work.queue;
     this.deadLetterQueue = work.deadLetterQueue;
@@ -107,6 +118,8 @@ export class ToolLedger extends Construct {
     const environment = commonEnvironment(settings, {
       tableName: this.table.tableName,
       queueUrl: this.queue.queueUrl,
+      // The handlers start only once the table's identity is checked (and say which ledger they serve).
+      ledgerId: identity.ledgerId,
     });
     // Without upstreams the MCP gateway is left out of the bundles (lib/bundling.ts).
     const upstreams = settings.mcpUpstreams !== '';
@@ -116,9 +129,15 @@ export class ToolLedger extends Construct {
       upstreams,
     };
     const mount = workspaceMount(settings.sharedWorkspace);
+    // Every function that runs tools (synchronous calls and operator passes in the API, queued work in
+    // the executor, `reconcile` in the reconciler) runs in the deployment's network, if it has one.
+    const network = props.network ?? props.executorNetwork;
+    const logKey = props.logKey;
+    if (logKey !== undefined) allowLogsToUse(this, logKey);
     const common = {
+      ...(logKey === undefined ? {} : { logKey }),
       ...(mount === undefined ? {} : { mount }),
-      memorySize: settings.memorySize,
+      ...(network === undefined ? {} : { network }),
       bundling,
       logRetention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
@@ -130,6 +149,7 @@ export class ToolLedger extends Construct {
       bundling: { ...bundling, files: apiBundledFiles(settings) },
       entry: settings.handlerEntries.api,
       description: 'tool-ledger HTTP API (the contract, §5)',
+      memorySize: settings.memorySize.api,
       timeout: settings.apiTimeout,
       environment: { ...environment, ...apiEnvironment(this, settings) },
       reservedConcurrentExecutions: settings.reservedConcurrency.api,
@@ -144,19 +164,27 @@ export class ToolLedger extends Construct {
     );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
+    const secrets = props.toolSecrets ?? {};
+    const withSecrets = (handler: HandlerName, made: HandlerFunction) => {
+      for (const [name, value] of Object.entries(toolSecretsFor(this, secrets, handler, made.role)))
+        made.fn.addEnvironment(name, value);
+    };
+    withSecrets('api', api);
 
     this.senders = new QueueSenderBinding(this, settings.queueTenants);
     const executor = new HandlerFunction(this, 'ExecutorHandler', {
       ...common,
       entry: settings.handlerEntries.executor,
       description: 'tool-ledger SQS executor (the contract, §6)',
+      memorySize: settings.memorySize.executor,
       timeout: settings.executorTimeout,
       environment: { ...environment, ...executorEnvironment(settings), ...this.senders.environment() },
       reservedConcurrentExecutions: settings.reservedConcurrency.executor,
-      network: props.executorNetwork,
     });
+    withSecrets('executor', executor);
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
     ledgerTable.grantReadCacheDelete(executor.role);
+    work.restrictConsumers(executor.role);
     executor.fn.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: settings.executorBatchSize,
@@ -169,6 +197,7 @@ export class ToolLedger extends Construct {
       ...common,
       entry: settings.handlerEntries.reconciler,
       description: 'tool-ledger reconciler (the contract, §7)',
+      memorySize: settings.memorySize.reconciler,
       timeout: settings.reconcilerTimeout,
       environment,
       reservedConcurrentExecutions: settings.reservedConcurrency.reconciler,
@@ -183,6 +212,7 @@ export class ToolLedger extends Construct {
       [LEDGER_TABLE.indexes.attention.name],
       [LEDGER_TABLE.indexes.unresolved.name],
     );
+    withSecrets('reconciler', reconciler);
     this.queue.grantSendMessages(reconciler.role);
     // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.
     this.senders.trust(api.role);
@@ -200,6 +230,7 @@ export class ToolLedger extends Construct {
 
     this.ledgerApi = new LedgerApi(this, 'Http', {
       handler: api.fn,
+      logKey,
       logRetention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
       tracing: settings.tracing,
@@ -211,19 +242,35 @@ export class ToolLedger extends Construct {
       executionLogging: settings.apiExecutionLogging,
       cloudWatchRole: settings.apiCloudWatchRole,
       webAclArn: settings.webAclArn,
+      stageName: settings.stageName,
+      privateEndpoints: props.endpoint?.private?.vpcEndpoints,
+      domainName: props.domainName,
     });
     this.api = this.ledgerApi.api;
     this.policies = this.ledgerApi.policies;
     this.producerPolicy = new ManagedPolicy(this, 'ProducerPolicy', {
       description: 'tool-ledger producer: send work messages to the work queue',
-      statements: [new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] })],
+      statements: [
+        new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
+        // A queue under a customer-managed key takes a data key to send.
+        ...(this.queue.encryptionMasterKey
+          ? [
+              new PolicyStatement({
+                actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+                resources: [this.queue.encryptionMasterKey.keyArn],
+              }),
+            ]
+          : []),
+      ],
     });
 
     this.alarmTopic =
       props.alarmTopic ?? new AlarmTopic(this, 'Alarms', { removalPolicy: settings.removalPolicy }).topic;
+    allowAlarmsToPublish(this, this.alarmTopic);
     const monitoring = new LedgerMonitoring(this, 'Monitoring', {
       serviceName: settings.serviceName,
       api: this.api,
+      tableName: this.table.tableName,
       functions: {
         api: { fn: api.fn, timeout: settings.apiTimeout },
         executor: { fn: executor.fn, timeout: settings.executorTimeout },
@@ -238,6 +285,8 @@ export class ToolLedger extends Construct {
       apiServerErrorRate: settings.apiServerErrorRate,
       apiLatencyThreshold: settings.apiLatencyThreshold,
       deadLetterAgeThreshold: settings.deadLetterAgeThreshold,
+      handlerErrorThreshold: settings.handlerErrorThreshold,
+      tableThrottleThreshold: settings.tableThrottleThreshold,
       alarmTopic: this.alarmTopic,
     });
     this.alarms = monitoring.alarms;

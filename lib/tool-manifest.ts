@@ -5,8 +5,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { buildSync } from 'esbuild';
-import type { AnyTool } from '../functions/domain/tool';
-import type { ToolEnvironment, ToolFactory } from '../functions/tools/registry';
+import { type AnyTool, reconcileTimeoutOf } from '../functions/domain/tool';
+import { type ToolEnvironment, type ToolFactory, toolDeclarationProblem } from '../functions/tools/registry';
 
 /**
  * What synth needs to know about the tools, read from the tools module itself: tools are code, so the
@@ -22,6 +22,13 @@ export interface ToolManifest {
   retentions: Record<string, Duration>;
   /** Every tool's `timeoutMs` (default 10 s), as durations. */
   timeouts: Record<string, Duration>;
+  /**
+   * The deadline of one `reconcile` call (`reconcileTimeoutMs`, else `timeoutMs`) of each tool that
+   * has a `reconcile`: what a reconciler pass must fit.
+   */
+  reconcileTimeouts: Record<string, Duration>;
+  /** Tools declared in a way no deployment serves (a read tool that requires approval), one sentence each. */
+  refused: string[];
 }
 
 /** The default `timeoutMs` of a tool (the contract, §4). */
@@ -97,15 +104,26 @@ function factoryOf(modulePath: string, loaded: { default?: unknown }): ToolFacto
 }
 
 function describeTools(tools: readonly AnyTool[]): ToolManifest {
-  const manifest: ToolManifest = { names: [], retentions: {}, timeouts: {} };
+  const manifest: ToolManifest = {
+    names: [],
+    retentions: {},
+    timeouts: {},
+    reconcileTimeouts: {},
+    refused: [],
+  };
   for (const tool of tools) {
     manifest.names.push(tool.name);
+    const problem = toolDeclarationProblem(tool);
+    if (problem !== undefined) manifest.refused.push(problem);
     // A read tool's `retention` is the lifetime of its result cache, and reads are never queued, so
     // The retention check of the contract's §8 (a message must not outlive its record) does not apply to it.
     if (tool.retention !== undefined && tool.effect !== 'read') {
       manifest.retentions[tool.name] = Duration.seconds(tool.retention);
     }
     manifest.timeouts[tool.name] = Duration.millis(tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
+    if (tool.reconcile !== undefined && tool.effect !== 'read') {
+      manifest.reconcileTimeouts[tool.name] = Duration.millis(reconcileTimeoutOf(tool));
+    }
   }
   return manifest;
 }

@@ -1,5 +1,7 @@
-import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { type IQueue, Queue, QueueEncryption, RedrivePermission } from 'aws-cdk-lib/aws-sqs';
+import { ArnFormat, type Duration, Names, type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Effect, type IRole, PolicyStatement, StarPrincipal } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { type CfnQueue, type IQueue, Queue, QueueEncryption, RedrivePermission } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 
 /**
@@ -25,7 +27,17 @@ export interface WorkQueueProps {
    * settings).
    */
   existing?: { queue: IQueue; deadLetterQueue: IQueue };
+  /** A customer-managed key for both queues; SQS-managed encryption without one. */
+  key?: IKey;
 }
+
+/** What consuming the work queue takes: what only the executor may do. */
+const CONSUME_ACTIONS = [
+  'sqs:ChangeMessageVisibility',
+  'sqs:DeleteMessage',
+  'sqs:PurgeQueue',
+  'sqs:ReceiveMessage',
+];
 
 /** The work queue and its DLQ, encrypted at rest and reachable over TLS only. */
 export class WorkQueue extends Construct {
@@ -41,25 +53,60 @@ export class WorkQueue extends Construct {
       this.deadLetterQueue = props.existing.deadLetterQueue;
       return;
     }
+    const encryption = props.key
+      ? { encryption: QueueEncryption.KMS, encryptionMasterKey: props.key }
+      : { encryption: QueueEncryption.SQS_MANAGED };
+    // The work queue has a name fixed at synth, so the DLQ can name it as its only source without a
+    // reference cycle (the work queue's redrive policy already names the DLQ).
+    const queueName = `${Names.uniqueResourceName(this, { maxLength: 70, separator: '-' })}-work`;
     const deadLetterQueue = new Queue(this, 'DeadLetters', {
       retentionPeriod: props.deadLetterRetention,
-      encryption: QueueEncryption.SQS_MANAGED,
+      ...encryption,
       enforceSSL: true,
       removalPolicy: props.removalPolicy,
-      // Naming the work queue as the only source would be a reference cycle (the work queue names this
-      // queue in its redrive policy), so the DLQ allows the queues of this account, SQS's default.
-      redriveAllowPolicy: { redrivePermission: RedrivePermission.ALLOW_ALL },
     });
+    // Only the work queue may dead-letter into the DLQ: another queue's failures would raise its
+    // alarms and mix with its evidence.
+    (deadLetterQueue.node.defaultChild as CfnQueue).redriveAllowPolicy = {
+      redrivePermission: 'byQueue',
+      sourceQueueArns: [
+        Stack.of(this).formatArn({
+          service: 'sqs',
+          resource: queueName,
+          arnFormat: ArnFormat.NO_RESOURCE_NAME,
+        }),
+      ],
+    };
     this.queue = new Queue(this, 'Queue', {
+      queueName,
       retentionPeriod: props.retention,
       visibilityTimeout: props.visibilityTimeout,
       deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
-      encryption: QueueEncryption.SQS_MANAGED,
+      ...encryption,
       enforceSSL: true,
       removalPolicy: props.removalPolicy,
       // No other queue may dead-letter into the work queue: its messages must come from senders.
       redriveAllowPolicy: { redrivePermission: RedrivePermission.DENY_ALL },
     });
     this.deadLetterQueue = deadLetterQueue;
+  }
+
+  /**
+   * Lets `consumer` alone receive, delete, hide and purge work messages: any other principal, whatever
+   * its identity policy says (`sqs:*` of an administrator included), is refused by an explicit Deny, so
+   * nobody but the executor can take work off the queue or throw it away. Sending stays with IAM and
+   * the sender binding. A brought queue is left as it is (its owner writes its policy).
+   */
+  restrictConsumers(consumer: IRole): void {
+    this.queue.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'OnlyTheExecutorConsumes',
+        effect: Effect.DENY,
+        principals: [new StarPrincipal()],
+        actions: CONSUME_ACTIONS,
+        resources: [this.queue.queueArn],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': consumer.roleArn } },
+      }),
+    );
   }
 }

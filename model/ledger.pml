@@ -13,10 +13,11 @@
  * DynamoDB's single-item atomicity is the assumption that makes this one step. Reads (the GSI query,
  * GetItem) are separate steps: anything may happen between a read and the write that follows it.
  *
- * Switches (spin -D): TOOL_KIND, APPROVAL pin the tool; BROKEN_* are deliberately wrong variants that
- * SPIN must refute (scripts/verify/checks.ts), run with NO_TABLE_ASSERTS so that the property, not
- * the table check, is what fails; LIVENESS, RECONCILERS, FIRST_MODE, FIRST_TRIES, MAXRESV and
- * NO_SECOND_CALLER choose the cast and bounds.
+ * Switches (spin -D): TOOL_KIND, APPROVAL pin the tool; POLICY_CHANGE lets a deployment redeploy the
+ * tool as a read at any moment (the policy bound to the reservation then governs); BROKEN_* are
+ * deliberately wrong variants that SPIN must refute (scripts/verify/checks.ts), run with
+ * NO_TABLE_ASSERTS so that the property, not the table check, is what fails; LIVENESS, RECONCILERS,
+ * FIRST_MODE, FIRST_TRIES, MAXRESV and NO_SECOND_CALLER choose the cast and bounds.
  */
 
 #include "transitions.pml"
@@ -46,6 +47,10 @@
 #define T_IDEM 2  /* downstream-idempotent: the target dedupes on the downstream key (webhook.post) */
 #define T_NONE 3  /* neither: an uncertain attempt goes to an operator */
 
+/* a tool's declared effect */
+#define E_WRITE 1
+#define E_READ  2
+
 /* caller modes */
 #define M_SYNC  1
 #define M_ASYNC 2
@@ -69,10 +74,12 @@ byte resv;          /* reservation_id (1, 2) */
 byte dig;           /* arguments_digest (1, 2) */
 byte chk;           /* reconcile_checks */
 byte outBy;         /* outcome_by: the lease owner whose outcome is stored */
+byte rpol;          /* policy: the effect the record was reserved under (E_WRITE here: reads reserve nothing) */
 
 /* ---- the world ---- */
 byte tool;          /* the key's tool kind */
 bool needAppr;      /* requiresApproval */
+byte toolEff = E_WRITE; /* the tool's declared effect now: a deployment may change it (POLICY_CHANGE) */
 byte msgs;          /* work messages queued (all for the current reservation) */
 byte crashes;
 byte lost;          /* commit responses lost */
@@ -88,6 +95,7 @@ byte outAtt;        /* attempt whose owner's outcome the record holds (0: none t
 bool effNoAppr;     /* an effect ran without an approval of its digest */
 bool effWrongDig;   /* an effect ran with arguments other than its reservation's */
 bool termChanged;   /* a write changed a terminal, unexpired record */
+bool effAfterTerminal; /* an effect of the key's operation ran while its record was terminal */
 
 #define ALIVE(s) (s != S_none && !(TERMINAL(s) && expd))
 
@@ -126,6 +134,24 @@ bool termChanged;   /* a write changed a terminal, unexpired record */
   fi; \
   if :: needAppr && apprOf[myResv] != rdig[myResv] -> effNoAppr = true :: else -> skip fi; \
   if :: d != rdig[myResv] -> effWrongDig = true :: else -> skip fi
+
+/*
+ * The read path, taken for a tool declared `read` now: the tool runs with no claim. If the key's
+ * operation is a write the ledger reserved (the tool was redeployed since), that is its effect again.
+ */
+#define READ_EFFECT() \
+  if \
+  :: ALIVE(st) && d == dig -> applied[resv]++; \
+     if :: TERMINAL(st) -> effAfterTerminal = true :: else -> skip fi; \
+     if :: needAppr && apprOf[resv] != rdig[resv] -> effNoAppr = true :: else -> skip fi \
+  :: else -> skip \
+  fi
+
+/*
+ * The tool no longer matches the policy the record was reserved under (functions/domain/policy.ts):
+ * a worker about to claim the next attempt hands the operation to an operator instead.
+ */
+#define DRIFT (rpol != toolEff)
 
 /*
  * My lease is live. The code compares its own clock with its lease's deadline; while the record holds
@@ -198,7 +224,10 @@ inline handle_existing() {
      CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_worker)); st = S_failed_terminal;
      act = A_NEXT
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att < MAXATT && mode == M_ASYNC -> ENQUEUE(); act = A_NEXT
-  :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) ->
+  :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) && DRIFT ->
+     CHECKED(FROM_hold_for_operator(st) && TO_hold_for_operator(S_needs_reconciliation) && BY_hold_for_operator(ACT_worker));
+     st = S_needs_reconciliation; act = A_NEXT                  /* policy_changed: an operator decides */
+  :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) && !DRIFT ->
      seen = st;
      if
      :: skip; CLAIM_WRITE; act = A_ATTEMPT; seen = 0
@@ -219,15 +248,38 @@ end_next:
   d_step { myAtt = 0; myResv = 0; out = 0; mine = false; again = false; seen = 0; act = 0; phantom = false; if :: mode == M_EXEC -> d = 0 :: else -> skip fi };
   if
   :: mode == M_EXEC ->
-     /* a delivery: the message names the current operation */
-     atomic { msgs > 0 -> msgs--; d = dig; handle_existing() }
-  :: mode != M_EXEC && tries < maxTries ->
+     /* a delivery: the message names the current operation; the executor always claims */
+     atomic {
+       msgs > 0 -> msgs--; d = dig;
+#ifdef BROKEN_WORKER_READ_PATH
+       if
+       :: toolEff == E_READ -> READ_EFFECT(); act = A_NEXT    /* the read path: run, nothing claimed */
+       :: else -> handle_existing()
+       fi
+#else
+       handle_existing()
+#endif
+     }
+  :: mode != M_EXEC && tries < maxTries && toolEff == E_READ ->
+     /* the read path: a ledger record under the key governs the call; otherwise a read of its own */
+     tries++;
+     atomic {
+#ifdef BROKEN_READ_PATH_FIRST
+       READ_EFFECT(); act = A_DONE
+#else
+       if
+       :: ALIVE(st) -> handle_existing()
+       :: else -> act = A_DONE
+       fi
+#endif
+     }
+  :: mode != M_EXEC && tries < maxTries && toolEff == E_WRITE ->
      tries++;
      /* reserve: PutItem IF attribute_not_exists(pk) OR expires_at < now; on failure the old item */
      atomic {
        if
        :: !ALIVE(st) && resv < MAXRESV ->
-          resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0;
+          resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0; rpol = toolEff;
           leaseExp = false; apprExp = false; expd = false;
           if
           :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none) && BY_reserve_awaiting_approval(ACT_reserve)); st = S_awaiting_approval; att = 0; act = A_NEXT
@@ -520,6 +572,10 @@ end_loop:
    * retention check and not_after).
    */
   :: atomic { TERMINAL(st) && !expd && resv < MAXRESV -> expd = true; msgs = 0 }
+#ifdef POLICY_CHANGE
+  /* a deployment redeploys the tool as a read (an upstream's new readOnlyHint), at any moment */
+  :: atomic { toolEff == E_WRITE -> toolEff = E_READ }
+#endif
   od
 }
 
@@ -574,5 +630,7 @@ ltl digest_bound { [] !effWrongDig }
 ltl superseded_ignored { [] (outAtt == 0 || outAtt == att) }
 /* a success is this reservation's own effect: never swallowed by a dedupe or an old marker */
 ltl success_is_own_effect { [] (st == S_succeeded -> applied[resv] > 0) }
+/* no effect of the key's operation after its record is terminal, whatever the tool is redeployed as */
+ltl no_effect_after_terminal { [] !effAfterTerminal }
 /* every operation eventually terminal or in front of an operator (weak fairness, bounded crashes) */
 ltl settles { [] (ALIVE(st) -> <> (TERMINAL(st) || st == S_needs_reconciliation)) }

@@ -57,8 +57,12 @@
 #define BY_claim(a) (a == ACT_worker)
 /* exhaust_attempts: by worker, reconciler */
 #define FROM_exhaust_attempts(s) (s == S_failed_retryable)
-#define TO_exhaust_attempts(s) (s == S_failed_terminal)
+#define TO_exhaust_attempts(s) (s == S_failed_terminal || s == S_needs_reconciliation)
 #define BY_exhaust_attempts(a) (a == ACT_worker || a == ACT_reconciler)
+/* hold_for_operator: by worker */
+#define FROM_hold_for_operator(s) (s == S_queued || s == S_failed_retryable)
+#define TO_hold_for_operator(s) (s == S_needs_reconciliation)
+#define BY_hold_for_operator(a) (a == ACT_worker)
 /* record_outcome: by owner */
 #define FROM_record_outcome(s) (s == S_pending)
 #define TO_record_outcome(s) (s == S_succeeded || s == S_failed_terminal || s == S_failed_retryable || s == S_uncertain)

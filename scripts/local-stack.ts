@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SETTINGS } from '../functions/contract/environment';
+import { TOKENS_FILE, tokenWithRole } from '../functions/local/local-tokens';
 
 /**
  * Local mode (`npm start`) as a child process, for end-to-end tests, the demo and the load test:
@@ -36,6 +39,11 @@ export interface LocalStackProcess {
   dynamodb: string;
   table: string;
   dataDir: string;
+  /**
+   * The bearer tokens local mode made for the data folder (read from its tokens file), when the caller
+   * set no `TOOL_LEDGER_TOKENS`; empty strings otherwise.
+   */
+  tokens: { agent: string; approver: string };
   /** Process group ID (= the child's PID). */
   pgid: number;
   /** Everything printed so far, stdout and stderr interleaved, for failure messages. */
@@ -58,15 +66,22 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Longest wait for the ready line. @default 60000 */
   readyTimeoutMs?: number;
+  /**
+   * Modules the process imports before local mode (`--import`, after tsx's loader, so TypeScript works):
+   * instrumentation for a measurement, never behaviour. @default none
+   */
+  preload?: string[];
 }
 
 /**
- * Starts `node --import tsx functions/local/main.ts` with `PORT=0` and waits for its ready line.
+ * Starts `node --import tsx functions/local/main.ts` with `PORT=0` and waits for its ready line. Unless
+ * `env` sets `TOOL_LEDGER_TOKENS`, local mode makes its tokens at the data folder's first start, and
+ * they are read from the folder's tokens file into `tokens`.
  *
  * @example
  * ```ts
  * const stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '200' } });
- * await fetch(`${stack.api}/v1/tools`, { headers: { authorization: 'Bearer dev-token' } });
+ * await fetch(`${stack.api}/v1/tools`, { headers: { authorization: `Bearer ${stack.tokens.agent}` } });
  * await stack.kill();
  * ```
  */
@@ -74,7 +89,8 @@ export async function startLocalStack(options: StartOptions): Promise<LocalStack
   // Node itself with tsx's loader, not the tsx CLI: the CLI is a parent process that relays signals and
   // SIGKILLs a child that is slow to acknowledge one, so on a busy machine a clean SIGTERM stop could
   // end as exit 143. Here the signal reaches local mode directly.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/local/main.ts'], {
+  const preload = (options.preload ?? []).flatMap((module) => ['--import', module]);
+  const child = spawn(process.execPath, ['--import', 'tsx', ...preload, 'functions/local/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -131,6 +147,12 @@ export async function startLocalStack(options: StartOptions): Promise<LocalStack
     await killAndWait(child, pgid, exited);
     throw error;
   }
+  const tokens = { agent: '', approver: '' };
+  if (!(options.env?.[SETTINGS.tokens.name] ?? process.env[SETTINGS.tokens.name])) {
+    const spec = await readFile(join(options.dataDir, TOKENS_FILE), 'utf8');
+    tokens.agent = tokenWithRole(spec, 'agent') ?? '';
+    tokens.approver = tokenWithRole(spec, 'approver') ?? '';
+  }
   return {
     readyLine: match[0],
     api: match[1] as string,
@@ -139,6 +161,7 @@ export async function startLocalStack(options: StartOptions): Promise<LocalStack
     dynamodb: match[4] as string,
     table: match[5] as string,
     dataDir: options.dataDir,
+    tokens,
     pgid,
     output: () => output,
     stdoutLines: () => [...lines],

@@ -46,6 +46,7 @@ function decisionCommand(decision: Decision): Command {
       yes: { type: 'boolean', short: 'y' },
     },
     args: { min: 1, max: 1 },
+    role: 'approver',
     async run({ api, args, values, json, out, confirm, now }) {
       const id = operationIdArg(args[0], decision);
       const given = stringOption(values, 'digest');

@@ -26,6 +26,7 @@ export type OperationIdSource =
  */
 export const mcpCommand: Command = {
   name: 'mcp',
+  role: 'agent',
   summary: 'a stdio MCP server that bridges to the deployment (for desktop MCP clients)',
   usage: 'mcp [--operation-ids caller|per-call]',
   description:
@@ -66,7 +67,7 @@ export interface StdioBridgeOptions {
  *
  * @example
  * ```ts
- * await runStdioBridge(resolveConnection({ token: 'dev-token' }, process.env), { operationIds: 'caller' });
+ * await runStdioBridge(resolveConnection({ token: process.env.TOKEN }, process.env), { operationIds: 'caller' });
  * ```
  */
 export async function runStdioBridge(connection: Connection, options: StdioBridgeOptions): Promise<void> {

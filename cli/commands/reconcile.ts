@@ -17,8 +17,9 @@ export const reconcileCommand: Command = {
     'rejected. Needs the operator role.\n\n' +
     "The pass covers the caller's own tenant only; the scheduled pass covers every tenant. Every decision\n" +
     'is a conditional write, so running it now only does sooner what the schedule would do, and a pass\n' +
-    'racing the schedule skips what the other already did. A pass that runs short of time stops and says\n' +
-    'so; the next scheduled pass takes the rest. The answer holds counts only.',
+    'racing the schedule skips what the other already did. A check that would not end in time is left for\n' +
+    'the schedule and the pass goes on; a pass that did not do everything says so, and the next scheduled\n' +
+    'pass takes the rest. The answer holds counts only.',
   options: {},
   args: { min: 0, max: 0 },
   async run({ api, json, out }) {
@@ -38,10 +39,14 @@ export const reconcileCommand: Command = {
     out.print(
       `pass done: read ${report.read} in ${report.pages} page${report.pages === 1 ? '' : 's'}, ` +
         `acted on ${acted}, skipped ${report.skipped}` +
+        (report.deferred ? `, left for the schedule ${report.deferred}` : '') +
         (actions.length > 0 ? ` (${actions.join(', ')})` : ''),
     );
     if (report.complete === false) {
-      out.print('the pass stopped before its time ran out; the next scheduled pass takes the rest');
+      out.print(
+        'the pass did not get to everything within its time (slow checks are left for the schedule); ' +
+          'the next scheduled pass takes the rest',
+      );
     }
   },
 };

@@ -51,12 +51,6 @@ export class SettingError extends Error {
 const HANDLERS: readonly SettingReader[] = ['api', 'executor', 'reconciler'];
 const HANDLERS_AND_LOCAL: readonly SettingReader[] = [...HANDLERS, 'local'];
 
-/**
- * Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set (the README's local settings list them). Never a default
- * outside local mode.
- */
-export const DEV_TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver';
-
 /** Origins `webhook.post` may call in local mode when `TOOL_LEDGER_WEBHOOK_ALLOW` is not set. */
 export const LOCAL_WEBHOOK_ALLOW = 'http://127.0.0.1,http://localhost';
 
@@ -154,6 +148,19 @@ export const SETTINGS = {
     readers: HANDLERS_AND_LOCAL,
   },
   /**
+   * Reconciler decisions in flight at once, in a scheduled pass and an operator's. Most decisions are
+   * one conditional write and a send (a few milliseconds); after a target's outage thousands are due
+   * at once, and 16 at a time clear them within a tick. A slow target delays only the decisions that
+   * wait on it.
+   */
+  reconcileParallelism: {
+    name: 'TOOL_LEDGER_RECONCILE_PARALLELISM',
+    kind: 'integer',
+    default: 16,
+    min: 1,
+    readers: HANDLERS_AND_LOCAL,
+  },
+  /**
    * Tool names tenants may declare for operations they execute themselves, and the policy forced on
    * them (functions/domain/caller-tools.ts): `[tenant/]pattern[:approval][:max_attempts=N],…`;
    * unset: any name, nothing forced. Only the API reads it.
@@ -194,13 +201,32 @@ export const SETTINGS = {
    * tenant (the contract, §6, AWS only; unset refuses every message).
    */
   queueSenders: { name: 'TOOL_LEDGER_QUEUE_SENDERS', kind: 'string', readers: ['executor'] },
+  /**
+   * The ledger's identity, as the table's identity item holds it: set by the construct from the deploy-time
+   * identity check, so a deploy against a table without the ledger's identity fails (lib/ledger-identity.ts).
+   */
+  ledgerId: { name: 'TOOL_LEDGER_LEDGER_ID', kind: 'string', readers: HANDLERS },
+  /**
+   * JSON object of requests per second each tenant may make, `{"*": 400, "acme": 800}` (`*`: every
+   * tenant not named); the API answers 429 `throttled` above it. Unset: no per-tenant limit.
+   */
+  tenantRateLimits: { name: 'TOOL_LEDGER_TENANT_RATE_LIMITS', kind: 'string', readers: ['api'] },
+  /**
+   * JSON object of the secrets tools may read, by name: `{"ACME_TOKEN": {"source": "secretsmanager",
+   * "id": "<arn>", "field"?: "token"}}` or `{"source": "ssm", "id": "<parameter name>"}`. The values
+   * never travel in the environment, only where to read them; unset: none.
+   */
+  toolSecrets: { name: 'TOOL_LEDGER_TOOL_SECRETS', kind: 'string', readers: HANDLERS },
   /** Upstream MCP servers the gateway serves (functions/mcp/upstreams.ts): `name=url[;option…],…`. */
   mcpUpstreams: { name: 'TOOL_LEDGER_MCP_UPSTREAMS', kind: 'string', readers: HANDLERS_AND_LOCAL },
 
   // The API's authentication (functions/http/auth.ts).
   /** `iam` (API Gateway's IAM authorization) or `tokens`; default `iam`, `tokens` in local mode. */
   auth: { name: 'TOOL_LEDGER_AUTH', kind: 'string', readers: ['api'] },
-  /** Bearer tokens, comma-separated `token=tenant:role+role`; local mode defaults to {@link DEV_TOKENS}. */
+  /**
+   * Bearer tokens, comma-separated `token=tenant:role+role`. Local mode, when it is not set, makes two at
+   * the data folder's first start and keeps them there (functions/local/local-tokens.ts); never a fixed value.
+   */
   tokens: { name: 'TOOL_LEDGER_TOKENS', kind: 'string', readers: ['api', 'local'] },
   /** Tenant → role → IAM principals, the part CloudFormation resolves at deploy time (JSON). */
   iamTenants: { name: 'TOOL_LEDGER_IAM_TENANTS', kind: 'string', default: '{}', readers: ['api'] },

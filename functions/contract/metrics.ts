@@ -26,8 +26,16 @@ export const LEDGER_METRICS = {
   lateOutcomes: 'LateOutcomes',
   /** Reconciler decisions, by `outcome`. */
   reconciliations: 'Reconciliations',
-  /** Due records a whole deployment-wide pass read. */
+  /**
+   * Due records a deployment-wide pass read, emitted by every scheduled pass: exact for a whole pass, a
+   * lower bound for one that stopped early (see `incompletePasses`).
+   */
   unresolvedOperations: 'UnresolvedOperations',
+  /**
+   * Gauge emitted by every scheduled pass: 1 when it did not reach every due record (out of time even
+   * for quick decisions), 0 when it did. Records deferred for a slow `reconcile` were reached.
+   */
+  incompletePasses: 'IncompleteReconcilePasses',
   /** Moves into `needs_reconciliation` (a count of transitions). */
   needsReconciliation: 'NeedsReconciliation',
   /** From an uncertain outcome to the reconciler's verdict, ms. */

@@ -80,10 +80,23 @@ export const OPERATION_SK = 'op';
 export const READ_SK = 'read';
 
 /**
- * The read cache's key prefix: Powertools writes `pk = tool-ledger.read#<hash>`. Fixed, so that every
- * Lambda of a deployment shares one cache; IAM lets handlers delete items under this prefix only.
+ * The partition keys the ledger keeps for itself (the read cache, the per-tenant request counters)
+ * start with this. It holds `/`, which the tenant alphabet ({@link TENANT_PATTERN}) does not, so no
+ * tenant's operation key (`<tenant>#<operation ID>`) can ever start with it: IAM conditions on these
+ * prefixes (the read cache's `DeleteItem`) can never reach a tenant's records, whatever it is named.
  */
-export const READ_KEY_PREFIX = 'tool-ledger.read';
+export const OWN_KEY_NAMESPACE = 'tool-ledger/';
+
+/**
+ * The read cache's key prefix: Powertools writes `pk = tool-ledger/read#<hash>`. Fixed, so that every
+ * Lambda of a deployment shares one cache; IAM lets handlers delete items under this prefix only.
+ * (Until this release it was `tool-ledger.read`, which a tenant could be named: the old items are
+ * simply no longer read and expire with their TTL.)
+ */
+export const READ_KEY_PREFIX = `${OWN_KEY_NAMESPACE}read`;
+
+/** Per-tenant request counters: `pk = tool-ledger/limit#<tenant>`, `sk` = the epoch second counted. */
+export const LIMIT_KEY_PREFIX = `${OWN_KEY_NAMESPACE}limit`;
 
 /** The leading part of every read-cache item's partition key (what IAM's `LeadingKeys` condition names). */
 export const READ_CACHE_KEY_PREFIX = `${READ_KEY_PREFIX}#`;
@@ -94,3 +107,18 @@ export const READ_CACHE_KEY_PREFIX = `${READ_KEY_PREFIX}#`;
  * its `tenants` prop against the same pattern at synth.
  */
 export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The format of the operation records this code writes (`record_format` on every item it reserves).
+ * A reader refuses a record of a later format than it knows (code rolled back over records written by
+ * a newer release) rather than misread it; a record without the attribute is format 1. Raise it with
+ * any change to what a record means, together with a reader of the older formats.
+ */
+export const RECORD_FORMAT = 1;
+
+/**
+ * The ledger's identity item: written when the deployment is created (or when this release is first
+ * deployed over an existing table), and required by every later deploy, so a table replaced by an
+ * empty one fails the deploy instead of silently starting an empty ledger (lib/ledger-identity.ts).
+ */
+export const IDENTITY_KEY = { pk: `${OWN_KEY_NAMESPACE}identity`, sk: 'identity' } as const;

@@ -18,11 +18,14 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'unauthenticated'
   | 'forbidden'
+  | 'host_not_allowed'
+  | 'origin_not_allowed'
   | 'self_approval'
   | 'approval_mismatch'
   | 'state_changed'
   | 'not_found'
   | 'ledger_unavailable'
+  | 'throttled'
   | 'method_not_allowed'
   | 'tool_executed_by_ledger'
   | 'caller_tool_not_allowed'
@@ -129,6 +132,17 @@ export class AccessError extends LedgerError {
   }
 }
 
+/**
+ * A request to local mode that names another host than the machine's own (a web page that rebinds its
+ * domain to 127.0.0.1 sends its own name), or comes from another origin (functions/local/loopback-guard.ts).
+ */
+export class RequestOriginError extends LedgerError {
+  constructor(code: 'host_not_allowed' | 'origin_not_allowed', message: string) {
+    super(code, message);
+    this.name = 'RequestOriginError';
+  }
+}
+
 /** An approval named a digest that is not the record's. */
 export class ApprovalMismatchError extends LedgerError {
   constructor(storedDigest: string) {
@@ -174,6 +188,16 @@ export class LedgerUnavailableError extends LedgerError {
   constructor(message: string, cause?: unknown) {
     super('ledger_unavailable', message, { cause });
     this.name = 'LedgerUnavailableError';
+  }
+}
+
+/** The caller's tenant made more requests this second than the deployment allows it. Nothing ran. */
+export class TenantThrottledError extends LedgerError {
+  constructor(limit: number) {
+    super('throttled', `the tenant is limited to ${limit} requests per second`, {
+      details: { retry_after: 1 },
+    });
+    this.name = 'TenantThrottledError';
   }
 }
 

@@ -1,4 +1,5 @@
 import { downstreamKey } from './downstream-key';
+import type { OperationPolicy } from './policy';
 import type { OperationState } from './states';
 
 /** A stored error: a stable code and a message that never contains argument values. */
@@ -36,24 +37,8 @@ export interface HistoryEntry {
   code?: string;
 }
 
-/**
- * The rules of an operation its caller executes (the contract, §14), fixed on the record when it is
- * reserved: later requests' flags never change them. The record's own `max_attempts` is the count the
- * ledger enforces (the same value).
- */
-export interface CallerPolicy {
-  execution: 'caller';
-  /** Reserved `awaiting_approval`: the request asked for it or the deployment forces it. */
-  requires_approval: boolean;
-  /** The target dedupes on the downstream key: an uncertain attempt may be retried with the same key. */
-  downstream_idempotent: boolean;
-  max_attempts: number;
-  /** How long a claim holds without a heartbeat, seconds. */
-  lease_seconds: number;
-}
-
 /** True for a record (or snapshot) of an operation its caller executes. */
-export function isCallerExecuted(record: { policy?: CallerPolicy | undefined }): boolean {
+export function isCallerExecuted(record: { policy?: OperationPolicy | undefined }): boolean {
   return record.policy?.execution === 'caller';
 }
 
@@ -72,12 +57,20 @@ export interface OperationRecord {
   arguments_digest: string;
   state: OperationState;
   attempt: number;
+  /** The attempt budget, bound at reservation (part of the policy: `boundPolicy` in functions/domain/policy.ts reads both). */
   max_attempts: number;
+  /**
+   * The policy the operation was reserved under; it governs every later step (functions/domain/policy.ts).
+   * Absent on records reserved before it was stored: the current tool's policy stands in.
+   */
+  policy?: OperationPolicy;
   /** Retention of the terminal record, seconds. */
   retention_seconds: number;
   requested_by: string;
   /** Unique per reservation attempt: recognises our own PutItem whose response was lost. */
   reservation_id: string;
+  /** The record's format (functions/contract/table.ts `RECORD_FORMAT`); absent on format 1 records written before it was stored. */
+  record_format?: number;
   agent_run_id?: string;
   lease_owner?: string;
   /** Epoch milliseconds. */
@@ -110,6 +103,8 @@ export interface OperationRecord {
   reconciled_by?: string;
   /** How many times the reconciler asked the tool and got `unknown`. */
   reconcile_checks?: number;
+  /** How many times a reconciler pass ran out of time for this record and deferred it (its backoff). */
+  reconcile_deferrals?: number;
   /** How many times the reconciler re-sent the work message of a `queued` record. */
   requeue_count?: number;
   /**
@@ -119,8 +114,6 @@ export interface OperationRecord {
   maybe_applied?: boolean;
   late_outcome?: LateOutcome;
   history?: HistoryEntry[];
-  /** Present on an operation its caller executes (the contract, §14): its rules, fixed at reservation. */
-  policy?: CallerPolicy;
   /**
    * The lease owners (claim token hashes) of this reservation's superseded caller attempts, oldest
    * first, at most `max_attempts`: an outcome posted with one of their tokens is authentic, and is kept

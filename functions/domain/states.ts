@@ -69,6 +69,7 @@ export type TransitionName =
   | 'expire_approval'
   | 'claim'
   | 'exhaust_attempts'
+  | 'hold_for_operator'
   | 'record_outcome'
   | 'expire_lease'
   | 'reconcile'
@@ -111,7 +112,20 @@ export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
   claim: { from: ['queued', 'failed_retryable'], to: ['pending'], actors: ['worker'] },
   // A record whose attempts are used up is closed by whoever meets it next: a caller or the executor
   // about to claim it (engine/submit-operation.ts), or the reconciler's pass (engine/reconcile.ts).
-  exhaust_attempts: { from: ['failed_retryable'], to: ['failed_terminal'], actors: ['worker', 'reconciler'] },
+  // With attempts left none, an operation that may have applied (an uncertain attempt retried on the
+  // target's dedupe) goes to an operator instead (the contract, §7; operations their caller executes).
+  exhaust_attempts: {
+    from: ['failed_retryable'],
+    to: ['failed_terminal', 'needs_reconciliation'],
+    actors: ['worker', 'reconciler'],
+  },
+  // A worker about to claim an operation whose tool no longer matches the policy it was reserved under
+  // (functions/domain/policy.ts) hands it to an operator instead of running it (`policy_changed`).
+  hold_for_operator: {
+    from: ['queued', 'failed_retryable'],
+    to: ['needs_reconciliation'],
+    actors: ['worker'],
+  },
   record_outcome: {
     from: ['pending'],
     to: ['succeeded', 'failed_terminal', 'failed_retryable', 'uncertain'],

@@ -65,6 +65,13 @@ export interface Tool<S extends z.$ZodType = z.$ZodType> {
   downstreamIdempotent?(args: z.output<S>): boolean;
   /** Hard deadline of one attempt, ms. @default 10000 */
   timeoutMs?: number;
+  /**
+   * Hard deadline of one `reconcile` call, ms: a status check is usually far quicker than the effect,
+   * and a reconciler pass (and an operator's pass inside the API's 29 s) starts a check only while
+   * this deadline still fits in it. The construct refuses, at synth, one that cannot fit.
+   * @default timeoutMs
+   */
+  reconcileTimeoutMs?: number;
   /** @default 3 */
   maxAttempts?: number;
   /** Retention of the terminal record, seconds. @default TOOL_LEDGER_RETENTION_SECONDS (30 days) */
@@ -101,6 +108,11 @@ export function defineTool<S extends z.$ZodType>(tool: Tool<S>): Tool<S> {
 
 /** Resolved per-tool settings with defaults applied. */
 export const TOOL_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 3 } as const;
+
+/** The deadline of one `reconcile` call of a tool, ms (its own, else its attempt's). */
+export function reconcileTimeoutOf(tool: Pick<AnyTool, 'timeoutMs' | 'reconcileTimeoutMs'>): number {
+  return tool.reconcileTimeoutMs ?? tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs;
+}
 
 /**
  * Marks the three outcome errors with their kind under a registry symbol. A team's tools import these

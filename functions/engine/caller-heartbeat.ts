@@ -1,7 +1,8 @@
 import { claimOwner, claimTokenAttempt } from '../domain/claim-token';
 import { downstreamKey } from '../domain/downstream-key';
 import { StateChangedError, ValidationError } from '../domain/errors';
-import { type CallerPolicy, isCallerExecuted, type OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
+import type { CallerPolicy } from '../domain/policy';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
 import { extendLease } from './transitions';

@@ -5,7 +5,8 @@ import { CALLER_MAX_ATTEMPTS, callerToolDecision } from '../domain/caller-tools'
 import { claimOwner, newClaimToken } from '../domain/claim-token';
 import { downstreamKey } from '../domain/downstream-key';
 import { CallerToolNotAllowedError, IdempotencyConflictError } from '../domain/errors';
-import { type CallerPolicy, isCallerExecuted, type OperationRecord } from '../domain/operation';
+import { isCallerExecuted, type OperationRecord } from '../domain/operation';
+import type { CallerPolicy } from '../domain/policy';
 import { isTerminal } from '../domain/states';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { type CallerCall, prepareCallerCall } from './prepare-caller-call';
@@ -172,7 +173,12 @@ async function existingRecord(
   if (depth < 2 && (record.state === 'queued' || record.state === 'failed_retryable')) {
     if (record.state === 'failed_retryable' && record.attempt >= record.max_attempts) {
       const exhausted = await exhaustAttempts(deps, req, record, undefined);
-      if (exhausted.ok) return { kind: 'completed', record: exhausted.record, replayed: false };
+      if (exhausted.ok) {
+        // Closed (201), or, if an attempt may have applied, in front of an operator (202).
+        return isTerminal(exhausted.record.state)
+          ? { kind: 'completed', record: exhausted.record, replayed: false }
+          : reportOnly(deps, req, exhausted.record, undefined);
+      }
       return again(deps, req, call, record, exhausted.current, request, depth);
     }
     const token = newClaimToken(record.attempt + 1, record.reservation_id, claimId);

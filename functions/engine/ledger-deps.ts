@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LedgerConfig } from '../config';
+import type { AnyTool } from '../domain/tool';
 import { type LedgerMetrics, PowertoolsLedgerMetrics } from '../observability/metrics';
 import { logTransition, type TransitionSink } from '../observability/transition-log';
 import type { ToolRegistry } from '../tools/registry';
@@ -25,6 +26,12 @@ export interface LedgerDeps {
   workerId: string;
   /** Terminal records seen by this process: replays and conflicts with no DynamoDB call. */
   cache: TerminalCache;
+  /**
+   * The version of a tool's published schema, stored in each new record's policy
+   * (functions/tools/schema-version.ts). Set where zod's JSON Schema generator is loaded anyway (the
+   * API); absent, new records carry no version.
+   */
+  schemaVersion?: (tool: AnyTool) => string | undefined;
 }
 
 /** What one request carries through the engine: identity for logs and lease ownership. */

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { IdempotencyConflictError } from '../domain/errors';
-import type { OperationError, OperationSnapshot } from '../domain/operation';
+import type { OperationError, OperationRecord, OperationSnapshot } from '../domain/operation';
 import type { AnyTool } from '../domain/tool';
 import { classify, sanitize } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
@@ -9,7 +10,7 @@ import type { PreparedCall } from './prepare-call';
 import type { ReadCacheAnswer, StoredRead } from './read-cache';
 import type { SubmitResult } from './submit-result';
 import { toolContext, underDeadline } from './tool-invocation';
-import { type AttemptOutcome, type Caller, newLease, targetClass } from './transitions';
+import { type AttemptOutcome, type Caller, isExpired, newLease, targetClass } from './transitions';
 
 /**
  * The read-tool path (the contract, §4, `effect: 'read'`): identity plus a short-lived cache of results
@@ -29,13 +30,18 @@ import { type AttemptOutcome, type Caller, newLease, targetClass } from './trans
  * under an identity (a failed read is deleted and the next call runs anew), so no target ever needs
  * to recognise two runs of one read as the same request.
  *
- * Known limits: a read is not an operation of the ledger (`GET /v1/operations/{id}` does not find it),
- * and an operation ID used for a write and for a read names two separate items, so that reuse is not
- * reported as a conflict.
+ * A ledger record comes first: before a read runs (not when a kept result answers), the ledger is asked
+ * whether an operation under this key exists (the tool was a write when it was reserved, or the
+ * executor ran the read as an operation); if it does, the answer is `ledger_record` and the caller
+ * treats the call as a retry of that operation (a replay when it is terminal), never as a new read.
+ * That costs a fresh read one consistent GetItem; repeats answered from the cache pay nothing.
+ *
+ * Known limit: a read is not an operation of the ledger (`GET /v1/operations/{id}` does not find it).
  *
  * @example
  * ```ts
- * if (call.tool.effect === 'read') return submitReadOperation(deps, req, call, caller);
+ * const answer = await submitReadOperation(deps, req, call, caller);
+ * if (answer.kind === 'ledger_record') return existingRecord(deps, req, call, answer.record, request);
  * ```
  */
 export async function submitReadOperation(
@@ -43,9 +49,9 @@ export async function submitReadOperation(
   req: RequestContext,
   call: PreparedCall,
   caller: Caller,
-): Promise<SubmitResult> {
+): Promise<SubmitResult | LedgerRecordFound> {
   const tool = call.tool;
-  const lease = newLease(deps, req, tool);
+  const lease = newLease(deps, req, tool.timeoutMs ?? 10_000);
   // Reads have no queued path: they always answer within the synchronous budget.
   const deadline = Math.min(lease.deadline, req.now + deps.config.syncWaitMs);
   const created_at = new Date(req.now).toISOString();
@@ -57,6 +63,7 @@ export async function submitReadOperation(
       () => runRead(deps, req, call, caller, deadline),
     );
   } catch (error) {
+    if (error instanceof LedgerRecordExists) return { kind: 'ledger_record', record: error.record };
     if (!(error instanceof ReadFailedError)) throw error;
     return failedRead(deps, req, call, caller, error.outcome);
   }
@@ -107,6 +114,20 @@ class ReadFailedError extends Error {
   }
 }
 
+/** A ledger operation holds the key: the call is a retry of it, never a new read. */
+export interface LedgerRecordFound {
+  kind: 'ledger_record';
+  record: OperationRecord;
+}
+
+/** Thrown through the cache when a ledger record holds the key, so that the cache keeps nothing. */
+class LedgerRecordExists extends Error {
+  constructor(readonly record: OperationRecord) {
+    super('a ledger operation holds the key');
+    this.name = 'LedgerRecordExists';
+  }
+}
+
 /** A read tool's cache lifetime: its `retention`, else {@link DEFAULT_READ_CACHE_SECONDS}. */
 function cacheSeconds(tool: AnyTool): number {
   return tool.retention ?? DEFAULT_READ_CACHE_SECONDS;
@@ -120,6 +141,8 @@ async function runRead(
   caller: Caller,
   deadlineAt: number,
 ): Promise<StoredRead> {
+  const existing = await deps.store.get(operationKey(caller.tenant, call.operationId));
+  if (existing !== undefined && !isExpired(existing, req.now)) throw new LedgerRecordExists(existing);
   const started = deps.clock();
   const reservationId = randomUUID();
   const identity = {

@@ -2,7 +2,8 @@ import { allShards } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { errorClass } from '../domain/errors';
 import { isCallerExecuted, type OperationRecord } from '../domain/operation';
-import type { AnyTool, ReconcileVerdict } from '../domain/tool';
+import { boundPolicy } from '../domain/policy';
+import { type AnyTool, type ReconcileVerdict, reconcileTimeoutOf } from '../domain/tool';
 import { logger } from '../observability/logger';
 import { sanitize } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
@@ -11,6 +12,7 @@ import { enqueueQuietly, toolOf } from './stored-call';
 import { toolContext, underDeadline } from './tool-invocation';
 import {
   deferAttention,
+  deferDecision,
   escalateToOperator,
   exhaustAttempts,
   expireApproval,
@@ -32,8 +34,15 @@ export interface ReconcileSummary {
   /** Records whose conditional write lost to another writer (another reconciler, a late commit). */
   skipped: number;
   /**
-   * False when the pass stopped starting decisions because the invocation's time ran short: what it
-   * did not reach stays due, and the next pass (which starts at {@link nextShard}) takes it.
+   * Records whose decision no longer fitted the pass's remaining time (a slow `reconcile`): deferred
+   * with backoff by a scheduled pass, left for the schedule by an operator's pass. Either way the pass
+   * moved on to the next record.
+   */
+  deferred: number;
+  /**
+   * False when the pass did not reach every due record: it ran out of time even for the quick
+   * decisions (what it did not reach stays due, and the next pass, which starts at {@link nextShard},
+   * takes it), or, in an operator's pass, it left records for the scheduled pass.
    */
   complete: boolean;
   /** Where the next pass should start: the shard this one stopped in, or the one after its first. */
@@ -49,6 +58,7 @@ export function passLogFields(summary: ReconcileSummary, startedMs: number) {
     read: summary.read,
     pages: summary.pages,
     skipped: summary.skipped,
+    deferred: summary.deferred,
     actions: summary.actions,
     complete: summary.complete,
     duration_ms: Date.now() - startedMs,
@@ -80,15 +90,34 @@ export interface ReconcileOptions {
    * @default 0
    */
   startShard?: number;
-  /** Decisions in flight at once (each may call a target's `reconcile`). @default 4 */
+  /** Decisions in flight at once (each may call a target's `reconcile`). @default `config.reconcileParallelism` */
   parallelism?: number;
+  /**
+   * What the pass does with a record whose decision no longer fits its remaining time: `defer` writes
+   * a later attention time (with backoff), so the next pass starts behind the records due before it
+   * (the scheduled pass); `leave` leaves the record as it is for the scheduled pass (an operator's pass,
+   * which must not delay the schedule). Either way the pass moves on to the next record.
+   * @default 'defer'
+   */
+  outOfTime?: 'defer' | 'leave';
+  /**
+   * Time kept back at the end of the invocation beyond the commit reserve: the pass starts no decision
+   * it could not end this long before the invocation would (see functions/contract/time-budget.ts),
+   * so a pass kept busy by a backlog never looks like a handler about to time out.
+   * @default 0
+   */
+  holdBackMs?: number;
+  /**
+   * The whole time of the invocation the pass runs in, ms, had it started at its beginning: a check
+   * whose worst case exceeds what a pass of such an invocation could give it can never be decided by
+   * waiting, and goes to an operator instead of being deferred forever.
+   * @default the remaining time when the pass starts
+   */
+  invocationMs?: number;
 }
 
 /** Name of the one "shard" of a tenant's pass in progress reports. */
 export const TENANT_SHARD = 'tenant';
-
-/** Decisions in flight at once, by default: a slow target delays a pass, never stalls it. */
-export const DEFAULT_RECONCILE_PARALLELISM = 4;
 
 /**
  * One reconciler pass (the contract, §7). It reads only the sparse attention GSI, shard by shard, records that
@@ -104,10 +133,14 @@ export const DEFAULT_RECONCILE_PARALLELISM = 4;
  *  awaiting_approval (deadline passed) ─▶ rejected
  * ```
  *
- * A pass has a time budget: the invocation's remaining time (`req.remainingMs`). It starts a decision
- * only while the decision's worst case (the tool's `reconcile` deadline plus a commit) and the time
- * kept for ending (`commitReserveMs`: the metrics flush and the answer) still fit, so it ends on its
- * own, having flushed what it did, rather than being killed by the Lambda timeout mid-write.
+ * A pass has a time budget: the invocation's remaining time (`req.remainingMs`) less `holdBackMs`. A
+ * pass never stalls on one record (the contract, §7). Each due record is admitted by one rule
+ * (`PassBudget.admit`): its decision starts only while the decision's worst case (the tool's `reconcile`
+ * deadline plus a commit) and the time kept for ending (`commitReserveMs`: the metrics flush and the
+ * answer) still fit; a record whose worst case no longer fits is deferred with backoff (or left, in an
+ * operator's pass) and the pass moves on to the next one, in the same shard and the next; only when
+ * not even a quick decision fits does the pass stop, flushed, rather than being killed by the Lambda
+ * timeout mid-write. One slow tool therefore holds back neither other records, shards nor tenants.
  *
  * @example
  * ```ts
@@ -127,11 +160,14 @@ export async function reconcilePass(
     pages: 0,
     actions: {},
     skipped: 0,
+    deferred: 0,
     complete: true,
     nextShard: (first + 1) % shards.length,
   };
-  const budget = passBudget(deps, req);
-  for (let step = 0; step < shards.length && summary.complete; step++) {
+  const budget = passBudget(deps, req, options.holdBackMs ?? 0, options.invocationMs);
+  const outOfTime = options.outOfTime ?? 'defer';
+  let stopped = false;
+  for (let step = 0; step < shards.length && !stopped; step++) {
     const index = (first + step) % shards.length;
     const shard = shards[index]!;
     const progress: ShardProgress = { shard, read: 0, acted: 0 };
@@ -152,22 +188,27 @@ export async function reconcilePass(
       progress.read += page.items.length;
       const finished = await forEachBounded(
         page.items,
-        options.parallelism ?? DEFAULT_RECONCILE_PARALLELISM,
-        (record) => budget.fits(record),
-        async (record) => {
-          const action = await decide(deps, req, record, budget).catch((error: unknown) => {
-            logger.error('reconcile decision failed', {
-              operation_id: record.operation_id,
-              error_class: errorClass(error),
-            });
-            return 'error';
-          });
+        options.parallelism ?? deps.config.reconcileParallelism,
+        (record) => budget.admit(record),
+        async (record, admission) => {
+          const action = await handle(deps, req, record, admission, budget, outOfTime).catch(
+            (error: unknown) => {
+              logger.error('reconcile decision failed', {
+                operation_id: record.operation_id,
+                error_class: errorClass(error),
+              });
+              return 'error';
+            },
+          );
           if (action === 'skipped') summary.skipped += 1;
+          else if (action === DEFERRED_FOR_TIME || action === LEFT_FOR_SCHEDULE) summary.deferred += 1;
           else progress.acted += 1;
+          if (action === LEFT_FOR_SCHEDULE) summary.complete = false;
           summary.actions[action] = (summary.actions[action] ?? 0) + 1;
         },
       );
       if (!finished) {
+        stopped = true;
         summary.complete = false;
         summary.nextShard = index;
         break;
@@ -176,60 +217,160 @@ export async function reconcilePass(
     } while (cursor !== undefined);
     options.onShard?.(progress);
   }
-  // The stock of due records is known only after a whole, deployment-wide pass.
-  if (summary.complete && options.tenant === undefined)
+  if (options.tenant === undefined) {
+    // Every scheduled pass reports the backlog it saw, a whole pass included or not: the due records
+    // it read (a lower bound when it stopped early, which a "too many" alarm can only under-report),
+    // and whether it reached them all. Reporting on every pass keeps the alarms from going blind just
+    // when passes cannot finish.
     deps.metrics.gauge(LEDGER_METRICS.unresolvedOperations, summary.read);
+    deps.metrics.gauge(LEDGER_METRICS.incompletePasses, summary.complete ? 0 : 1);
+  }
   deps.metrics.flush();
   return summary;
 }
 
-/** How much of the invocation is left, and whether a decision still fits in it. */
+/** The action of a record deferred (with backoff) because its decision no longer fitted the pass. */
+export const DEFERRED_FOR_TIME = 'deferred_for_time';
+
+/** The action of a record an operator's pass left for the scheduled pass, for the same reason. */
+export const LEFT_FOR_SCHEDULE = 'left_for_schedule';
+
+/**
+ * One due record, whatever its kind: the one place a pass decides what happens to it. Admitted, it is
+ * decided ({@link decide}); out of time, it is deferred or left, and the pass goes on.
+ */
+async function handle(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  admission: Exclude<Admission, 'stop'>,
+  budget: PassBudget,
+  outOfTime: 'defer' | 'leave',
+): Promise<string> {
+  if (admission === 'decide') return decide(deps, req, record, budget);
+  if (outOfTime === 'leave') return LEFT_FOR_SCHEDULE;
+  if (admission === 'never_fits') return tooSlowForAnyPass(deps, req, record);
+  const deferrals = (record.reconcile_deferrals ?? 0) + 1;
+  const result = await deferDecision(
+    deps,
+    req,
+    record,
+    req.now + backoffMs(deps.config.retryBaseMs, deferrals),
+  );
+  if (!result.ok) return 'skipped';
+  logger.warn('reconcile decision deferred', {
+    operation_id: record.operation_id,
+    tool_name: record.tool,
+    deferrals,
+  });
+  count(deps, record, DEFERRED_FOR_TIME);
+  return DEFERRED_FOR_TIME;
+}
+
+/**
+ * A record whose check cannot fit even a whole pass (the construct refuses such a tool at synth; a
+ * deployment that bypasses the check, or local mode with a slow tool, can still have one): deferring
+ * it would only hide it, so it goes to an operator (`reconcile_too_slow`), its lease expired first if
+ * it was still `pending`.
+ */
+async function tooSlowForAnyPass(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+): Promise<string> {
+  const tool = toolOf(deps, record);
+  let current = record;
+  if (record.state === 'pending') {
+    const expired = await expireLease(deps, req, record, tool);
+    if (!expired.ok) return 'skipped';
+    count(deps, record, 'lease_expired');
+    current = expired.record;
+  }
+  logger.warn('reconcile check longer than a pass', {
+    operation_id: record.operation_id,
+    tool_name: record.tool,
+  });
+  return toOperator(deps, req, current, tool, 'reconcile_too_slow');
+}
+
+/**
+ * What a pass may still do with a record: `decide` it (its worst case fits), nothing but defer it
+ * (`out_of_time`: a quick write still fits, its decision does not), hand it on because its decision
+ * could not fit even a whole pass (`never_fits`), or nothing at all (`stop`).
+ */
+type Admission = 'decide' | 'out_of_time' | 'never_fits' | 'stop';
+
+/** How much of the invocation is left, and what still fits in it. */
 interface PassBudget {
-  /** Whether the worst case of deciding `record` still fits, with the end of the pass. */
-  fits(record: OperationRecord): boolean;
+  /** The rule every due record goes through, whatever its state. */
+  admit(record: OperationRecord): Admission;
   /** Epoch ms by which a call to a target must be over. */
   targetDeadline(tool: AnyTool): number;
 }
 
-function passBudget(deps: LedgerDeps, req: RequestContext): PassBudget {
+function passBudget(
+  deps: LedgerDeps,
+  req: RequestContext,
+  holdBackMs: number,
+  invocationMs: number | undefined,
+): PassBudget {
   const remaining = req.remainingMs;
   const reserve = deps.config.commitReserveMs;
-  // A decision may call the target (under the tool's deadline), then write, then enqueue.
-  const worstCase = (record: OperationRecord) => {
-    const tool = toolOf(deps, record);
-    const asks = record.state === 'uncertain' || record.state === 'pending';
-    return (asks && tool?.reconcile ? (tool.timeoutMs ?? 10_000) : 0) + reserve;
-  };
+  // Time the pass may still spend, keeping `reserve` for its end (the flush, the answer).
+  const left = () =>
+    remaining === undefined ? Number.POSITIVE_INFINITY : remaining() - holdBackMs - reserve;
+  // The most any pass of this invocation could give one decision.
+  const whole = invocationMs === undefined ? left() : invocationMs - holdBackMs - reserve;
   return {
-    fits: (record) => remaining === undefined || remaining() >= worstCase(record) + reserve,
+    admit: (record) => {
+      const time = left();
+      if (time < reserve) return 'stop';
+      const need = worstCase(deps, req, record);
+      if (time >= need) return 'decide';
+      return need > whole ? 'never_fits' : 'out_of_time';
+    },
     targetDeadline: (tool) => {
-      const own = Date.now() + (tool.timeoutMs ?? 10_000);
-      return remaining === undefined ? own : Math.min(own, Date.now() + remaining() - 2 * reserve);
+      const own = Date.now() + reconcileTimeoutOf(tool);
+      return remaining === undefined ? own : Math.min(own, Date.now() + left() - reserve);
     },
   };
 }
 
 /**
- * Runs `run` over `items` with at most `limit` in flight, starting each only if `canStart` says so.
- * Returns false if it stopped before starting every item (the rest is left alone).
+ * The longest a decision on `record` can take: a call to the target under the tool's `reconcile`
+ * deadline where the decision asks it, then a commit (and an enqueue) within the commit reserve.
  */
-async function forEachBounded<T>(
+function worstCase(deps: LedgerDeps, req: RequestContext, record: OperationRecord): number {
+  const reserve = deps.config.commitReserveMs;
+  const tool = toolOf(deps, record);
+  const asks =
+    record.state === 'uncertain' || (record.state === 'pending' && (record.lease_expires_at ?? 0) < req.now);
+  return (asks && tool?.reconcile ? reconcileTimeoutOf(tool) : 0) + reserve;
+}
+
+/**
+ * Runs `run` over `items` with at most `limit` in flight, each with what `admit` said of it when its
+ * turn came; an item `admit` answers `stop` for ends the run (it and the rest are left alone).
+ * Returns false if it stopped before starting every item.
+ */
+async function forEachBounded<T, A extends string>(
   items: readonly T[],
   limit: number,
-  canStart: (item: T) => boolean,
-  run: (item: T) => Promise<void>,
+  admit: (item: T) => A | 'stop',
+  run: (item: T, admission: A) => Promise<void>,
 ): Promise<boolean> {
   let next = 0;
   let stopped = false;
   const worker = async () => {
     while (!stopped && next < items.length) {
       const item = items[next]!;
-      if (!canStart(item)) {
+      const admission = admit(item);
+      if (admission === 'stop') {
         stopped = true;
         return;
       }
       next += 1;
-      await run(item);
+      await run(item, admission as A);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
@@ -276,8 +417,13 @@ async function decide(
       return 'requeued';
     }
     case 'failed_retryable': {
-      if (record.attempt >= record.max_attempts) {
-        return outcome(await exhaustAttempts(deps, req, record, tool), 'attempts_exhausted');
+      if (record.attempt >= boundPolicy(record, tool).max_attempts) {
+        const exhausted = await exhaustAttempts(deps, req, record, tool);
+        if (exhausted.ok && exhausted.record.state === 'needs_reconciliation') {
+          deps.metrics.count(LEDGER_METRICS.needsReconciliation, record.tool);
+          return outcome(exhausted, 'needs_reconciliation', deps, record);
+        }
+        return outcome(exhausted, 'attempts_exhausted');
       }
       // Attempts left: the caller's next request claims it (the contract, §14); never enqueued.
       if (isCallerExecuted(record)) return WAITING_FOR_CALLER;
@@ -304,7 +450,8 @@ async function decide(
 
 /**
  * `uncertain`: ask the target (the contract, §7). A tool without `reconcile` is retried only when the target
- * dedupes on the downstream key for these arguments; otherwise an operator decides.
+ * dedupes on the downstream key for these arguments, as the operation's bound policy says (the tool's
+ * answer at reservation, functions/domain/policy.ts); otherwise an operator decides.
  */
 async function reconcileUncertain(
   deps: LedgerDeps,
@@ -319,7 +466,7 @@ async function reconcileUncertain(
   let verdict: ReconcileVerdict;
   if (tool.reconcile) {
     verdict = await askTarget(record, tool, args, budget.targetDeadline(tool));
-  } else if (tool.downstreamIdempotent?.(args)) {
+  } else if (boundPolicy(record, tool).downstream_idempotent) {
     // Not "known not applied": the target dedupes on the downstream key, so the next attempt with the
     // same key is safe (the contract, §7). The record remembers it (`maybe_applied`), so that if attempts run
     // out the stored error says the effect may have happened rather than "ended without the effect".
@@ -339,7 +486,8 @@ async function reconcileUncertain(
     if (!result.ok) return 'skipped';
     deps.metrics.latency(LEDGER_METRICS.reconciliationLatency, tool.name, latency);
     count(deps, record, 'not_applied');
-    if (result.record.attempt < result.record.max_attempts) await enqueueQuietly(deps, result.record);
+    if (result.record.attempt < boundPolicy(result.record, tool).max_attempts)
+      await enqueueQuietly(deps, result.record);
     return 'reconciled_not_applied';
   }
   return unknownVerdict(deps, req, record, tool, 'reconcile_unknown');
@@ -383,7 +531,7 @@ async function reconcileCallerUncertain(
   req: RequestContext,
   record: OperationRecord,
 ): Promise<string> {
-  if (record.policy?.downstream_idempotent) {
+  if (boundPolicy(record, undefined).downstream_idempotent) {
     const result = await reconcileNotApplied(deps, req, record, undefined, 'downstream_idempotent');
     if (!result.ok) return 'skipped';
     count(deps, record, 'not_applied');

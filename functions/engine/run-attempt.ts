@@ -1,5 +1,6 @@
 import { LEDGER_METRICS } from '../contract/metrics';
 import type { OperationRecord } from '../domain/operation';
+import { boundPolicy } from '../domain/policy';
 import type { AnyTool } from '../domain/tool';
 import { classify, sanitize } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
@@ -10,7 +11,9 @@ import { type AttemptOutcome, type Lease, recordOutcome } from './transitions';
  * Runs one attempt of a claimed operation and records its outcome (the contract, §3 steps 5–7): the tool gets
  * an AbortSignal that fires at the lease's hard deadline, and the engine stops waiting then even if
  * the tool ignores the signal. Returns the record as the commit left it (or as found, if another
- * writer had moved it on).
+ * writer had moved it on). An operation reserved as a read (the executor runs reads as operations) is
+ * never left `uncertain`: running a read again is only a second read, so an unknown outcome is
+ * `failed_retryable`, as on the read path.
  */
 export async function runAttempt(
   deps: LedgerDeps,
@@ -21,7 +24,19 @@ export async function runAttempt(
   lease: Lease,
 ): Promise<OperationRecord> {
   const started = deps.clock();
-  const outcome = await execute(deps, record, tool, args, lease, started);
+  let outcome = await execute(deps, record, tool, args, lease, started);
+  const policy = boundPolicy(record, tool);
+  if (outcome.state === 'uncertain' && policy.execution === 'ledger' && policy.effect === 'read') {
+    const code = outcome.error?.code ?? outcome.outcomeCode;
+    outcome = {
+      ...outcome,
+      state: 'failed_retryable',
+      error: {
+        code,
+        message: 'the outcome of the read is unknown; a read runs again harmlessly, so it is retried',
+      },
+    };
+  }
   if (outcome.state !== 'failed_retryable' && record.attempt === 1)
     deps.metrics.count(LEDGER_METRICS.firstExecutions, tool.name);
   return recordOutcome(deps, req, record, tool, lease, outcome);

@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
+import { RECORD_FORMAT } from '../contract/table';
 import { claimOwner, isCallerOwner } from '../domain/claim-token';
 import { LedgerUnavailableError } from '../domain/errors';
 import {
   type ApprovalRecord,
-  type CallerPolicy,
   type HistoryEntry,
   isCallerExecuted,
   type LateOutcome,
   type OperationError,
   type OperationRecord,
 } from '../domain/operation';
+import type { CallerPolicy, LedgerPolicy } from '../domain/policy';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
 import type { TransitionLogLine } from '../observability/transition-log';
@@ -53,9 +54,12 @@ export interface Caller {
   agentRunId?: string;
 }
 
-/** Builds a lease for a tool: its timeout, bounded by the Lambda's remaining time less the commit reserve. */
-export function newLease(deps: LedgerDeps, req: RequestContext, tool: AnyTool): Lease {
-  let budget = tool.timeoutMs ?? 10_000;
+/**
+ * Builds a lease for an attempt of `timeoutMs` (the operation's bound policy, or a read tool's own
+ * timeout), bounded by the Lambda's remaining time less the commit reserve.
+ */
+export function newLease(deps: LedgerDeps, req: RequestContext, timeoutMs: number): Lease {
+  let budget = timeoutMs;
   if (req.remainingMs) budget = Math.min(budget, req.remainingMs() - deps.config.commitReserveMs);
   budget = Math.max(budget, 1);
   const deadline = req.now + budget;
@@ -86,7 +90,8 @@ const MAX_RESERVE_TRIES = 4;
 /**
  * Reserves a new operation in `state` (the contract, §3 step 3): one conditional PutItem; if the old item
  * turns out absent or expired, try again (at most 3 times). A lost PutItem response that the SDK
- * retried is recognised by `reservation_id` and counts as ours.
+ * retried is recognised by `reservation_id` and counts as ours. `policy` is stored on the record and
+ * governs every later step (functions/domain/policy.ts).
  */
 export async function reserve(
   deps: LedgerDeps,
@@ -94,6 +99,7 @@ export async function reserve(
   call: PreparedCall,
   caller: Caller,
   state: 'pending' | 'queued' | 'awaiting_approval',
+  policy: LedgerPolicy,
   lease?: Lease,
 ): Promise<Reservation> {
   const key = operationKey(caller.tenant, call.operationId);
@@ -113,9 +119,11 @@ export async function reserve(
     state,
     attempt,
     max_attempts: call.tool.maxAttempts ?? 3,
+    policy,
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
     reservation_id: randomUUID(),
+    record_format: RECORD_FORMAT,
     created_at: nowIso,
     updated_at: nowIso,
     history: [{ at: nowIso, from: null, to: state, attempt, by: caller.principal }],
@@ -353,13 +361,37 @@ export async function extendLease(
   });
 }
 
-/** `failed_retryable → failed_terminal` with `attempts_exhausted`. */
+/**
+ * `failed_retryable → failed_terminal` with `attempts_exhausted` (`exhaust_attempts`): no attempt is
+ * left. For an operation its caller executes, when an earlier attempt's outcome was uncertain and it
+ * was retried only because the target dedupes on the downstream key (`maybe_applied`), the contract's
+ * §7 rule applies instead: a terminal failure must never hide an effect that may have happened, so the
+ * operation goes to an operator (`needs_reconciliation`, `attempts_exhausted_maybe_applied`).
+ * Operations the ledger executes keep ending `failed_terminal` with an error that says so (a decision
+ * left to the reconciler rules of those operations).
+ */
 export async function exhaustAttempts(
   deps: LedgerDeps,
   req: RequestContext,
   record: OperationRecord,
   tool: AnyTool | undefined,
 ): Promise<WriteResult> {
+  if (isCallerExecuted(record) && record.maybe_applied) {
+    return write(deps, req, record, tool, {
+      transition: 'exhaust_attempts',
+      expect: { states: ['failed_retryable'], attempt: record.attempt },
+      to: 'needs_reconciliation',
+      set: {
+        outcome_code: 'attempts_exhausted_maybe_applied',
+        error: {
+          code: 'attempts_exhausted',
+          message: `all ${record.max_attempts} attempts are used; an earlier attempt's outcome was uncertain, so the target may have applied it: an operator decides`,
+        },
+        updated_at: iso(req.now),
+      },
+      remove: [...ATTENTION_ATTRIBUTES],
+    });
+  }
   return write(deps, req, record, tool, {
     transition: 'exhaust_attempts',
     expect: { states: ['failed_retryable'], attempt: record.attempt },
@@ -376,6 +408,28 @@ export async function exhaustAttempts(
       ...terminalFields(record, req.now),
     },
     remove: UNRESOLVED_ATTRIBUTES,
+  });
+}
+
+/**
+ * `queued | failed_retryable → needs_reconciliation` (`hold_for_operator`): a worker about to claim the
+ * next attempt found that the tool no longer matches the policy the operation was reserved under
+ * (`reason`, from functions/domain/policy.ts); an operator decides instead of the tool running under
+ * another policy. Outcome code `policy_changed`; bound to the reservation and the attempt it read.
+ */
+export async function holdForOperator(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  tool: AnyTool | undefined,
+  reason: string,
+): Promise<WriteResult> {
+  return changeState(deps, req, record, tool, {
+    transition: 'hold_for_operator',
+    expect: { states: [record.state], attempt: record.attempt },
+    to: 'needs_reconciliation',
+    code: 'policy_changed',
+    set: { error: { code: 'policy_changed', message: reason } },
   });
 }
 
@@ -965,6 +1019,20 @@ export async function postponeCheck(
 ): Promise<WriteResult> {
   const checks = record.reconcile_checks ?? 0;
   return postpone(deps, req, record, nextAt, { reconcile_checks: checks + 1 }, { reconcileChecks: checks });
+}
+
+/**
+ * `X → X` (`defer_attention`): the pass had no time left to decide this record (its `reconcile` would
+ * not end inside the pass), so it looks again at `nextAt` and moves on; the next pass starts behind the
+ * records that were due before it. Counts the deferrals, which set the backoff.
+ */
+export async function deferDecision(
+  deps: LedgerDeps,
+  req: RequestContext,
+  record: OperationRecord,
+  nextAt: number,
+): Promise<WriteResult> {
+  return postpone(deps, req, record, nextAt, { reconcile_deferrals: (record.reconcile_deferrals ?? 0) + 1 });
 }
 
 /** The one write of every `defer_attention`: a new attention time, the state kept. */

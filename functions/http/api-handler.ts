@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { readSetting, SETTINGS } from '../contract/environment';
-import { AccessError, errorClass, LedgerError, NotFoundError } from '../domain/errors';
+import { AccessError, errorClass, LedgerError, NotFoundError, TenantThrottledError } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { logger } from '../observability/logger';
 import type { Runtime } from '../wiring';
@@ -15,7 +15,8 @@ export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Prom
 
 /**
  * The HTTP front door (the contract, §5) over a runtime and an authenticator. Every request goes the same way:
- * authenticate (401), route (404, 405 with `Allow`), check the role (403), then the route's own checks
+ * authenticate (401), route (404, 405 with `Allow`), check the role (403), count the tenant's request
+ * against its limit (429 `throttled`, when the deployment sets limits), then the route's own checks
  * and the engine. Every failure becomes a problem+json with a stable code; anything unexpected is a
  * bare 500 `internal_error`, logged once with its code and class (never its message). Metrics are
  * flushed at the end of every invocation.
@@ -26,8 +27,11 @@ export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Prom
  * const response = await handler(event, context);
  * ```
  */
-export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: Authenticator): ApiHandler {
-  const { deps } = runtime;
+export function createApiHandler(
+  runtime: Pick<Runtime, 'deps' | 'tenantLimiter'>,
+  authenticator: Authenticator,
+): ApiHandler {
+  const { deps, tenantLimiter } = runtime;
   // On Lambda one invocation runs per sandbox at a time, so the context can sit on the shared logger
   // (every line, transitions included, gets `function_request_id`); local mode serves requests
   // concurrently, where it would name another request's ID.
@@ -58,6 +62,18 @@ export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: 
       route = match.route.name;
       if (!match.route.roles.some((role) => identity.roles.has(role))) {
         throw new AccessError('forbidden', `this route needs the ${match.route.roles.join(' or ')} role`);
+      }
+      // Each tenant within its own requests per second, before any ledger work (nothing runs above it).
+      if (tenantLimiter) {
+        const verdict = await tenantLimiter.admit(identity.tenant, req.now);
+        if (!verdict.admitted) {
+          return problemResponse(
+            new TenantThrottledError(verdict.limit),
+            req.requestId,
+            {},
+            { 'Retry-After': '1' },
+          );
+        }
       }
       return await match.route.handle({ deps, req, request, identity, params: match.params });
     } catch (error) {
@@ -100,7 +116,10 @@ export function createApiHandler(runtime: Pick<Runtime, 'deps'>, authenticator: 
  * ```
  */
 export function lambdaApiHandler(
-  build: () => { runtime: Pick<Runtime, 'deps' | 'refreshTools'>; authenticator: Authenticator },
+  build: () => {
+    runtime: Pick<Runtime, 'deps' | 'refreshTools' | 'tenantLimiter'>;
+    authenticator: Authenticator;
+  },
 ): ApiHandler {
   let built: ApiHandler | undefined;
   let refreshTools: () => Promise<void> = async () => {};

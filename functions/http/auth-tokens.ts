@@ -18,7 +18,7 @@ const ROLE_NAMES = new Set<string>(ROLES);
  *
  * @example
  * ```ts
- * const auth = new BearerTokenAuthenticator('dev-token=local:agent+operator,dev-approver=local:approver');
+ * const auth = new BearerTokenAuthenticator('tl_a…=local:agent+operator,tl_b…=local:approver');
  * auth.authenticate(event); // { tenant: 'local', principal: 'token:1a2b3c4d', roles: Set{'agent','operator'} }
  * ```
  */

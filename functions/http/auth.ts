@@ -1,4 +1,4 @@
-import { DEV_TOKENS, readSetting, SETTINGS } from '../contract/environment';
+import { readSetting, SETTINGS } from '../contract/environment';
 import { IamAuthenticator } from './auth-iam';
 import { BearerTokenAuthenticator } from './auth-tokens';
 import { iamTenantsJson } from './iam-tenants-source';
@@ -8,8 +8,8 @@ import type { Authenticator } from './identity';
  * The authenticator a deployment asked for: `TOOL_LEDGER_AUTH` = `iam` (API Gateway's IAM
  * authorization; tenants from `TOOL_LEDGER_IAM_TENANTS` and the bundled `TOOL_LEDGER_IAM_TENANTS_FILE`) or `tokens` (bearer tokens from
  * `TOOL_LEDGER_TOKENS`). The default is `iam`, except in local mode (`TOOL_LEDGER_LOCAL=true`), which
- * defaults to tokens and to local mode's dev tokens (`DEV_TOKENS`) when none are set. Dev tokens are never a default
- * outside local mode.
+ * defaults to tokens. There is no default token, anywhere: local mode passes its handlers the tokens it
+ * was given or made for its data folder (functions/local/local-tokens.ts).
  *
  * @example
  * ```ts
@@ -20,7 +20,7 @@ export function authenticatorFromEnv(env: NodeJS.ProcessEnv = process.env): Auth
   const local = readSetting(env, SETTINGS.local);
   const kind = readSetting(env, SETTINGS.auth) || (local ? 'tokens' : 'iam');
   if (kind === 'tokens') {
-    const spec = readSetting(env, SETTINGS.tokens) || (local ? DEV_TOKENS : undefined);
+    const spec = readSetting(env, SETTINGS.tokens);
     if (!spec) throw new Error(`${SETTINGS.auth.name}=tokens needs ${SETTINGS.tokens.name}`);
     return new BearerTokenAuthenticator(spec);
   }

@@ -19,6 +19,8 @@ export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {
   tool_executed_by_ledger: { status: 400, title: 'The deployment runs this tool itself' },
   unauthenticated: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Forbidden' },
+  host_not_allowed: { status: 403, title: 'The Host is not this machine’s own address' },
+  origin_not_allowed: { status: 403, title: 'Requests from another origin are refused' },
   self_approval: { status: 403, title: 'The requester may not approve its own operation' },
   caller_tool_not_allowed: { status: 403, title: 'This tool is not allowed for caller-executed operations' },
   not_found: { status: 404, title: 'Not found' },
@@ -30,6 +32,7 @@ export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   idempotency_key_reused: { status: 422, title: 'Idempotency-Key reused with different arguments' },
   internal_error: { status: 500, title: 'Internal error' },
+  throttled: { status: 429, title: 'Too many requests' },
   ledger_unavailable: { status: 503, title: 'The ledger is unavailable' },
 };
 

@@ -1,4 +1,5 @@
 import { LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
+import { passHoldBackMs } from '../contract/time-budget';
 import { AccessError, LedgerError, StateChangedError, ValidationError } from '../domain/errors';
 import { toView } from '../domain/operation';
 import { parseIdempotencyKey } from '../domain/operation-id';
@@ -189,12 +190,14 @@ async function list({ deps, request, identity }: RouteContext): Promise<ApiRespo
  * attention index, so an operator acts on, calls the targets of, and counts, only its own tenant's
  * operations. Every decision is the scheduled pass's own conditional write (a pass racing the
  * schedule skips what the other already did), it never calls `execute`, and the answer holds counts
- * only. The pass stops starting decisions before API Gateway's 29 s are up and says so
- * (`complete: false`): what it did not reach stays due for the next scheduled pass, nothing carries
- * on after the answer. The body, if any, must be an empty JSON object.
+ * only. A record whose `reconcile` would not end in time is left for the scheduled pass and the pass
+ * goes on with the others (`deferred`); the pass starts no decision it could not end well before API
+ * Gateway's 29 s, and says so when it did not do everything (`complete: false`): what it did not do
+ * stays due for the next scheduled pass, nothing carries on after the answer. The body, if any, must be
+ * an empty JSON object.
  *
  * ```
- * 200 {"shards":[{"shard":"tenant","read":4,"acted":2}],"read":4,"pages":1,"actions":{"requeued":2},"skipped":0,"complete":true}
+ * 200 {"shards":[{"shard":"tenant","read":4,"acted":2}],"read":4,"pages":1,"actions":{"requeued":2},"skipped":0,"deferred":0,"complete":true}
  * ```
  */
 async function reconcileNow({ deps, req, request, identity }: RouteContext): Promise<ApiResponse> {
@@ -207,6 +210,10 @@ async function reconcileNow({ deps, req, request, identity }: RouteContext): Pro
   const summary = await reconcilePass(deps, req, {
     tenant: identity.tenant,
     onShard: (progress) => shards.push({ ...progress }),
+    // A record whose check does not fit what is left of the API's time is left for the scheduled
+    // pass (untouched, so the schedule is not delayed), and the pass goes on with the rest.
+    outOfTime: 'leave',
+    holdBackMs: req.remainingMs ? passHoldBackMs(req.remainingMs()) : 0,
   });
   // Who asked, for the audit trail; counts only, as the scheduled pass logs them.
   logger.info('reconcile pass on request', {
@@ -221,6 +228,7 @@ async function reconcileNow({ deps, req, request, identity }: RouteContext): Pro
     pages: summary.pages,
     actions: summary.actions,
     skipped: summary.skipped,
+    deferred: summary.deferred,
     complete: summary.complete,
   });
 }

@@ -22,7 +22,7 @@ import type { ReadCache, ReadCacheAnswer, ReadCacheOptions, ReadKey, StoredRead 
  * one PutItem for a replay (its `ReturnValuesOnConditionCheckFailure` carries the stored result), and
  * no call at all once the result is in this process's local cache.
  *
- * Storage: the SAME ledger table, in items of their own. Powertools' key is `tool-ledger.read#` +
+ * Storage: the SAME ledger table, in items of their own. Powertools' key is `tool-ledger/read#` +
  * SHA-256 of `[tenant, operation ID]` in `pk`, with the sort key `read` (ledger operations use `op`),
  * and `expires_at` as its expiry attribute, which is the table's TTL attribute. These items never
  * carry `attention_*` or `unresolved_*`, so they are in neither GSI: the reconciler and the operators'

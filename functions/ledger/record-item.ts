@@ -1,5 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { convertToAttr, marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { RECORD_FORMAT } from '../contract/table';
+import { LedgerUnavailableError } from '../domain/errors';
 import type { HistoryEntry, OperationRecord } from '../domain/operation';
 
 /**
@@ -103,6 +105,12 @@ export function toItem(record: OperationRecord): Record<string, AttributeValue> 
  */
 export function fromItem(item: Record<string, AttributeValue>): OperationRecord {
   const record = unmarshall(item) as OperationRecord;
+  if ((record.record_format ?? 1) > RECORD_FORMAT) {
+    // Written by a newer release: misreading it could repeat an effect; refuse, nothing is decided.
+    throw new LedgerUnavailableError(
+      `record format ${record.record_format} is newer than this release reads (${RECORD_FORMAT})`,
+    );
+  }
   const history = record.history as unknown[] | undefined;
   if (history !== undefined) {
     record.history = history.map((entry) =>

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import dynalite from 'dynalite';
 import { DataFolderGuard } from './data-folder-guard';
+import { guardServer, sendAwsRefusal } from './loopback-guard';
 
 /**
  * Local mode's DynamoDB, on a thread of its own: dynalite and its LevelDB work no longer wait behind the
@@ -54,6 +55,13 @@ async function run(port: NonNullable<typeof parentPort>, data: DynamoThreadData)
   const guard = data.guardFolders.length > 0 ? await DataFolderGuard.watch(data.guardFolders) : undefined;
   const server: Server = dynalite({ path: data.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   if (guard) guardRequests(server, guard);
+  // A web page that rebinds its name to 127.0.0.1 must not reach the store, which checks no signature.
+  let listening = 0;
+  guardServer(
+    server,
+    () => listening,
+    (res, refusal) => sendAwsRefusal(res, 'com.amazonaws.dynamodb.v20120810#AccessDeniedException', refusal),
+  );
   if (data.requests) serveInProcess(data.requests, server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -68,10 +76,8 @@ async function run(port: NonNullable<typeof parentPort>, data: DynamoThreadData)
     server.close(() => port.close());
     server.closeAllConnections();
   });
-  port.postMessage({
-    kind: 'listening',
-    port: (server.address() as AddressInfo).port,
-  } satisfies DynamoThreadMessage);
+  listening = (server.address() as AddressInfo).port;
+  port.postMessage({ kind: 'listening', port: listening } satisfies DynamoThreadMessage);
 }
 
 /**

@@ -7,6 +7,7 @@ import { errorClass, ValidationError } from '../domain/errors';
 import { problemResponse } from '../http/problem';
 import { logger } from '../observability/logger';
 import { invoke, LambdaTimeoutError, type LocalFunction } from './lambda-context';
+import { loopbackRefusal } from './loopback-guard';
 
 /**
  * What API Gateway (REST, Lambda proxy integration) does, on one machine: turn each Node HTTP request
@@ -16,7 +17,10 @@ import { invoke, LambdaTimeoutError, type LocalFunction } from './lambda-context
  * failed or timed out) are answered as the deployed gateway responses answer them: problem+json with a
  * stable code. A request target that is not a URL at all (`http://[/v1/tools`) is refused here with
  * 400 `validation_failed`, as a gateway refuses what it cannot route; every other target goes to the
- * handler, which authenticates and answers an unknown path with 404.
+ * handler, which authenticates and answers an unknown path with 404. Before any of it, a request whose
+ * `Host` is not this machine's loopback with the API's port, or whose `Origin` is another (a DNS-rebinding
+ * web page), is refused on every route, `/mcp` included: 403 `host_not_allowed` / `origin_not_allowed`
+ * (loopback-guard.ts).
  */
 
 /** The API handler's signature (functions/handlers/api.ts). */
@@ -38,6 +42,8 @@ export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 export class HttpAdapter {
   private readonly server: Server;
   private readonly inFlight = new Set<Promise<void>>();
+  /** The port it listens on, which every request's `Host` must name. */
+  private port = 0;
 
   constructor(
     private readonly handler: ApiHandler,
@@ -81,7 +87,8 @@ export class HttpAdapter {
         resolve();
       });
     });
-    return (this.server.address() as AddressInfo).port;
+    this.port = (this.server.address() as AddressInfo).port;
+    return this.port;
   }
 
   /** Stops accepting requests, waits for those in flight at most `graceMs`, then closes every connection. */
@@ -107,6 +114,11 @@ export class HttpAdapter {
     if (body === 'too_large') {
       res.setHeader('Connection', 'close');
       sendProblem(res, 413, 'payload_too_large', 'Request body exceeds the gateway limit', requestId);
+      return;
+    }
+    const refusal = loopbackRefusal(req.headers, this.port);
+    if (refusal) {
+      writeResult(res, req.method ?? 'GET', problemResponse(refusal, requestId));
       return;
     }
     const target = parseTarget(req.url ?? '/');

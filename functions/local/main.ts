@@ -1,7 +1,8 @@
 import { SETTINGS } from '../contract/environment';
 import { greeting, readyLine } from './banner';
 import { DataFolderInUseError } from './data-folder-lock';
-import { type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
+import { localTokens } from './local-tokens';
+import { dataDirOf, type LocalSettings, LocalSettingsError, loadLocalSettings } from './settings';
 import type { RunningStack } from './stack';
 import { useToolsModule } from './tools-module';
 
@@ -22,7 +23,11 @@ async function main(): Promise<void> {
   let settings: LocalSettings;
   let toolsModule: string | undefined;
   try {
-    settings = loadLocalSettings(process.env);
+    // No fixed default token: the data folder's own, made at its first start (local-tokens.ts).
+    const given = process.env[SETTINGS.tokens.name];
+    const generated =
+      given === undefined || given.trim() === '' ? await localTokens(dataDirOf(process.env)) : undefined;
+    settings = loadLocalSettings(process.env, process.stdout.isTTY === true, generated);
     // Read by the logger when its module loads, which is why the tools and the stack are imported only now.
     if (settings.logFormat === 'pretty') process.env[SETTINGS.powertoolsDev.name] ??= 'true';
     toolsModule = await useToolsModule(process.env[SETTINGS.toolsModule.name], process.cwd());

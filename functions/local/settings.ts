@@ -1,17 +1,11 @@
 import { resolve } from 'node:path';
 import { type LedgerConfig, loadConfig } from '../config';
-import {
-  DEV_TOKENS,
-  LOCAL_WEBHOOK_ALLOW,
-  SETTINGS,
-  type Setting,
-  settingsReadBy,
-} from '../contract/environment';
+import { LOCAL_WEBHOOK_ALLOW, SETTINGS, type Setting, settingsReadBy } from '../contract/environment';
 import { TENANT_PATTERN } from '../contract/table';
 import { BearerTokenAuthenticator } from '../http/auth-tokens';
 import { ROLES } from '../http/identity';
-import { parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
-import { parseAllowedOrigin } from '../tools/origin-policy';
+import { type McpUpstream, parseUpstreams, UpstreamSettingError } from '../mcp/upstreams';
+import { entriesReaching, parseAllowedOrigin } from '../tools/origin-policy';
 
 /**
  * The settings of `npm start` (the contract, §10), read once from the environment with their defaults. The
@@ -24,9 +18,6 @@ import { parseAllowedOrigin } from '../tools/origin-policy';
 
 /** How log lines are printed: one JSON object per line, or indented for people. */
 export type LogFormat = 'json' | 'pretty';
-
-/** Bearer tokens of local mode when `TOOL_LEDGER_TOKENS` is not set. */
-export const DEFAULT_TOKENS = DEV_TOKENS;
 
 /** Origins `webhook.post` may call in local mode when `TOOL_LEDGER_WEBHOOK_ALLOW` is not set. */
 export const DEFAULT_WEBHOOK_ALLOW = LOCAL_WEBHOOK_ALLOW;
@@ -48,12 +39,15 @@ export interface LocalSettings {
   ledgerDir: string;
   /** Root of the workspace tools. */
   workspaceDir: string;
-  /** `TOOL_LEDGER_TOKENS` as given (or the default). */
+  /** `TOOL_LEDGER_TOKENS` as given, or the tokens made for the data folder. */
   tokensSpec: string;
   /** The parsed tokens. */
   tokens: LocalToken[];
-  /** Whether the tokens are the well-known defaults (then they are printed for people). */
-  defaultTokens: boolean;
+  /**
+   * The data folder's tokens file when the tokens are the ones local mode made for it (then they are
+   * printed for people); undefined when they came from `TOOL_LEDGER_TOKENS` (never printed).
+   */
+  tokensFile: string | undefined;
   /** Every tenant named by a token: the tenants local mode's work queue may carry, and no other. */
   tenants: string[];
   /** `TOOL_LEDGER_WEBHOOK_ALLOW` as given (or the default). */
@@ -98,17 +92,32 @@ const MAX_EXECUTOR_CONCURRENCY = 100;
 const ROLE_NAMES: ReadonlySet<string> = new Set(ROLES);
 
 /**
- * Reads and checks the local settings.
+ * The data folder local mode uses: `TOOL_LEDGER_DATA_DIR`, else `.data` in the working folder.
  *
  * @example
  * ```ts
- * const settings = loadLocalSettings(process.env);
- * settings.tenants; // ['local'] with the default tokens
+ * const tokens = await localTokens(dataDirOf(process.env));
+ * ```
+ */
+export function dataDirOf(env: NodeJS.ProcessEnv): string {
+  return resolve(nonEmpty(env[SETTINGS.dataDir.name]) ?? SETTINGS.dataDir.default);
+}
+
+/**
+ * Reads and checks the local settings. `generated`: the data folder's own tokens
+ * (functions/local/local-tokens.ts), used when `TOOL_LEDGER_TOKENS` is not set; with neither, the start
+ * is refused.
+ *
+ * @example
+ * ```ts
+ * const settings = loadLocalSettings(process.env, true, await localTokens(dataDirOf(process.env)));
+ * settings.tenants; // ['local'] with the data folder's tokens
  * ```
  */
 export function loadLocalSettings(
   env: NodeJS.ProcessEnv,
   terminal: boolean = process.stdout.isTTY === true,
+  generated?: { spec: string; file: string },
 ): LocalSettings {
   for (const { name, min = 0 } of ENGINE_INTEGERS) {
     if (nonEmpty(env[name]) !== undefined && integer(env, name, 0) < min) {
@@ -128,13 +137,29 @@ export function loadLocalSettings(
   if (logFormat !== 'json' && logFormat !== 'pretty') {
     throw new LocalSettingsError(`${SETTINGS.logFormat.name}=${logFormat}: must be json or pretty`);
   }
-  checkMcpUpstreams(env);
+  const upstreams = checkMcpUpstreams(env);
   const webhookAllow = nonEmpty(env[SETTINGS.webhookAllow.name]) ?? DEFAULT_WEBHOOK_ALLOW;
   checkOrigins(SETTINGS.webhookAllow.name, webhookAllow);
+  checkAllowReachesNoUpstream(webhookAllow, upstreams);
   checkOrigins(SETTINGS.webhookIdempotent.name, env[SETTINGS.webhookIdempotent.name] ?? '');
-  const dataDir = resolve(nonEmpty(env[SETTINGS.dataDir.name]) ?? SETTINGS.dataDir.default);
-  const tokensSpec = nonEmpty(env[SETTINGS.tokens.name]) ?? DEFAULT_TOKENS;
-  const tokens = parseTokens(tokensSpec);
+  const dataDir = dataDirOf(env);
+  const given = nonEmpty(env[SETTINGS.tokens.name]);
+  const tokensSpec = given ?? generated?.spec;
+  if (tokensSpec === undefined) {
+    throw new LocalSettingsError(
+      `${SETTINGS.tokens.name} is not set and no tokens were made for the data folder`,
+    );
+  }
+  let tokens: LocalToken[];
+  try {
+    tokens = parseTokens(tokensSpec);
+  } catch (error) {
+    // The data folder's own file: say which file, and how to start over (its text is never shown).
+    if (given !== undefined || generated === undefined || !(error instanceof LocalSettingsError)) throw error;
+    throw new LocalSettingsError(
+      `the tokens file ${generated.file} is not valid (${error.message.replace(`${SETTINGS.tokens.name} `, '')}); delete it to make new tokens`,
+    );
+  }
   const every = SETTINGS.reconcileEveryMs;
   const reconcileEveryMs = integer(env, every.name, every.default);
   if (reconcileEveryMs < every.min) {
@@ -163,7 +188,7 @@ export function loadLocalSettings(
     workspaceDir: resolve(dataDir, 'workspace'),
     tokensSpec,
     tokens,
-    defaultTokens: tokensSpec === DEFAULT_TOKENS,
+    tokensFile: given === undefined ? generated?.file : undefined,
     tenants: [...new Set(tokens.map((t) => t.tenant))],
     webhookAllow,
     reconcileEveryMs,
@@ -220,9 +245,9 @@ export function parseTokens(spec: string): LocalToken[] {
  * themselves (functions/mcp/gateway.ts); it is parsed here only so that a malformed entry stops local
  * mode at start, naming the entry.
  */
-function checkMcpUpstreams(env: NodeJS.ProcessEnv): void {
+function checkMcpUpstreams(env: NodeJS.ProcessEnv): McpUpstream[] {
   try {
-    parseUpstreams(env[SETTINGS.mcpUpstreams.name]);
+    return parseUpstreams(env[SETTINGS.mcpUpstreams.name]);
   } catch (error) {
     if (error instanceof UpstreamSettingError) throw new LocalSettingsError(error.message);
     throw error;
@@ -245,15 +270,40 @@ function checkCallerToolTenants(rules: LedgerConfig['callerTools'], tokens: Loca
 }
 
 /**
+ * The gateway's upstreams are the deployment's own endpoints, which no tool may reach: an allow-list
+ * entry that names one outright contradicts that, and is refused (the handlers would refuse the calls
+ * anyway). A port-less loopback entry, such as the default, allows any port and has the upstreams'
+ * ports carved out at run time instead.
+ */
+function checkAllowReachesNoUpstream(webhookAllow: string, upstreams: readonly McpUpstream[]): void {
+  const entries = splitList(webhookAllow);
+  const [first] = entriesReaching(
+    entries,
+    upstreams.map((u) => u.url),
+    { local: true },
+  );
+  if (first === undefined) return;
+  throw new LocalSettingsError(
+    `${SETTINGS.webhookAllow.name} entry ${first.entry + 1} (${entries[first.entry]}) reaches ` +
+      `${SETTINGS.mcpUpstreams.name} entry "${upstreams[first.endpoint]?.name}": tools must never reach the ` +
+      "gateway's own upstream MCP servers (webhook.post would call their tools without the ledger); remove the entry",
+  );
+}
+
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}
+
+/**
  * An origin list of `webhook.post`, split as functions/wiring.ts splits it. The tool parses it only when
  * the handlers first build their tools, so a malformed entry would otherwise start fine and answer 500
  * to every request. Origins are not secrets: the entry is shown as written.
  */
 function checkOrigins(name: string, raw: string): void {
-  const entries = raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
+  const entries = splitList(raw);
   entries.forEach((entry, index) => {
     try {
       parseAllowedOrigin(entry);

@@ -1,11 +1,13 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
+import { guardServer, sendAwsRefusal } from './loopback-guard';
 
 /**
  * SQS for local mode: fauxqs in-process. `startFauxqs` always listens on every interface, so this
  * builds fauxqs's app and listens on 127.0.0.1 only. fauxqs keeps queues in memory: local mode
  * creates the work queue and its DLQ at every start. Its queue URLs name the host
- * `sqs.us-east-1.localhost`, which does not resolve, so every client must be given the endpoint.
+ * `sqs.us-east-1.localhost`, which does not resolve, so every client must be given the endpoint. Like
+ * every local server it answers only requests that name this machine (loopback-guard.ts).
  */
 
 /** A running local SQS. */
@@ -46,9 +48,16 @@ export interface WorkQueueOptions {
  */
 export async function startLocalSqs(port: number): Promise<LocalSqs> {
   const app = buildApp({ logger: false });
+  let listening = 0;
+  guardServer(
+    app.server,
+    () => listening,
+    (res, refusal) => sendAwsRefusal(res, 'com.amazonaws.sqs#AccessDenied', refusal),
+  );
   await app.listen({ port, host: '127.0.0.1' });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('fauxqs did not report a TCP address');
+  listening = address.port;
   const endpoint = `http://127.0.0.1:${address.port}`;
   const client = localSqsClient(endpoint);
   return {

@@ -1,4 +1,5 @@
 import type { Context, ScheduledEvent } from 'aws-lambda';
+import { passHoldBackMs } from '../contract/time-budget';
 import { errorClass } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { recordOpenOperations } from '../engine/open-operations-gauge';
@@ -30,6 +31,8 @@ export function createReconcilerHandler(
   // did not reach are first in line next time instead of last again.
   let nextShard = 0;
   return async (_event, context) => {
+    // The invocation's whole time, read before anything else spends it.
+    const invocationMs = context.getRemainingTimeInMillis();
     built ??= runtime();
     await built.refreshTools();
     const { deps } = built;
@@ -39,7 +42,13 @@ export function createReconcilerHandler(
       const summary = await reconcilePass(
         deps,
         newRequest(deps, context.awsRequestId, () => context.getRemainingTimeInMillis()),
-        { startShard: nextShard },
+        // The pass ends within its share of the invocation, so a pass kept busy by a backlog is told
+        // apart from a handler about to time out (the near-timeout alarm's share is above it).
+        {
+          startShard: nextShard,
+          holdBackMs: passHoldBackMs(invocationMs),
+          invocationMs,
+        },
       );
       nextShard = summary.nextShard;
       // Counts only: no operation IDs, arguments or results. An idle pass is logged at debug level, so

@@ -1,5 +1,5 @@
-import { toJSONSchema } from 'zod/v4/core';
 import type { ToolDescription, ToolRegistry } from './registry';
+import { inputJsonSchema } from './schema-version';
 
 /**
  * Every tool of a registry with its JSON Schema, for `GET /v1/tools`, the MCP front door and models.
@@ -19,6 +19,6 @@ export function describeTools(registry: ToolRegistry): ToolDescription[] {
     requires_approval: tool.requiresApproval ?? false,
     timeout_ms: tool.timeoutMs ?? 10_000,
     max_attempts: tool.maxAttempts ?? 3,
-    input_schema: toJSONSchema(tool.schema, { io: 'input', unrepresentable: 'any' }),
+    input_schema: inputJsonSchema(tool),
   }));
 }

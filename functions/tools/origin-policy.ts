@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { SETTINGS } from '../contract/environment';
-import type { ReservedEndpoints } from './reserved-endpoints';
+import { ReservedEndpoints } from './reserved-endpoints';
 
 /**
  * The server-side request forgery guard of `webhook.post` (the contract, §4): which URLs may be called, and
@@ -173,6 +173,53 @@ export function parseAllowedOrigin(entry: string): AllowedOrigin {
   const loopback =
     hostKind === 'localhost' || (hostKind === 'ip' && classifyAddress(canonicalIp(host)) === 'loopback');
   return { scheme, host, port, hostKind, loopback };
+}
+
+/** An allow-list entry that names one of the deployment's own endpoints outright, by position. */
+export interface ReachingEntry {
+  /** Index of the allow-list entry. */
+  entry: number;
+  /** Index of the endpoint it reaches. */
+  endpoint: number;
+}
+
+/**
+ * The allow-list entries that name one of `endpoints` outright: its scheme, host (as an IP address,
+ * `localhost` or the same name) and port, the port given or the scheme's default. Such an entry is a
+ * configuration that contradicts itself (the endpoint is refused at run time whatever the list says),
+ * so deployments refuse it at start or synth. A port-less loopback entry in local mode allows any port
+ * and names none: the endpoints are carved out of it at run time, as local mode's own ports are.
+ * Entries must already parse ({@link parseAllowedOrigin}).
+ *
+ * @example
+ * ```ts
+ * entriesReaching(['http://127.0.0.1', 'http://localhost:8931'], ['http://127.0.0.1:8931/mcp'], { local: true });
+ * // [{ entry: 1, endpoint: 0 }]
+ * ```
+ */
+export function entriesReaching(
+  entries: readonly string[],
+  endpoints: readonly string[],
+  options: { local: boolean },
+): ReachingEntry[] {
+  const reserved = endpoints.map((endpoint) => new ReservedEndpoints([endpoint]));
+  const found: ReachingEntry[] = [];
+  entries.forEach((raw, entry) => {
+    const origin = parseAllowedOrigin(raw);
+    if (options.local && origin.loopback && origin.port === undefined) return;
+    const schemes: ('http' | 'https')[] = origin.scheme
+      ? [origin.scheme]
+      : options.local
+        ? ['http', 'https']
+        : ['https'];
+    reserved.forEach((endpoint, index) => {
+      const named = schemes.some((scheme) =>
+        endpoint.namedBy(new URL(`${scheme}://${origin.host}:${origin.port ?? DEFAULT_PORTS[scheme]}/`)),
+      );
+      if (named) found.push({ entry, endpoint: index });
+    });
+  });
+  return found;
 }
 
 /**

@@ -21,6 +21,13 @@ export interface ToolEnvironment {
    * append markers) may be swept once it is older than that. @default 2592000 (30 days)
    */
   retentionSeconds?: number;
+  /**
+   * A secret the deployment gives its tools (the construct's `toolSecrets`: a Secrets Manager secret or
+   * an SSM SecureString, read when asked and cached for a few minutes; in local mode, an environment
+   * variable of the same name). Call it when the tool runs (in `execute` or `reconcile`), never in the
+   * factory: the construct loads the factory at synth, where no secret is readable.
+   */
+  secret?(name: string): Promise<string>;
 }
 
 /** A module that contributes tools: what infrastructure teams point the construct at. */
@@ -38,8 +45,33 @@ export interface ToolDescription {
 }
 
 /**
+ * Why a tool cannot be served as declared, or undefined when it can: the one rule on a tool's policy
+ * that no path could keep. A read tool that requires approval would be published as needing an
+ * approver and then run at once (reads have no record to hold), so it is refused wherever tools are
+ * built: this registry (every handler, local mode's start, exit 2) and the construct at synth. A tool
+ * whose reads must wait for a person is a write tool with `requiresApproval`.
+ *
+ * @example
+ * ```ts
+ * toolDeclarationProblem({ name: 'acme.export', effect: 'read', requiresApproval: true, ... });
+ * // 'tool "acme.export" is a read tool that requires approval: …'
+ * ```
+ */
+export function toolDeclarationProblem(
+  tool: Pick<AnyTool, 'name' | 'effect' | 'requiresApproval'>,
+): string | undefined {
+  if (tool.effect === 'read' && tool.requiresApproval === true) {
+    return (
+      `tool "${tool.name}" is a read tool that requires approval: reads run at once and are never held ` +
+      "for an approver; declare it effect: 'write' (every call then waits for an approval) or drop requiresApproval"
+    );
+  }
+  return undefined;
+}
+
+/**
  * The tools of a deployment, by name. Names are checked once here so that the digest never sees an
- * invalid one.
+ * invalid one, and so is each tool's declaration ({@link toolDeclarationProblem}).
  *
  * @example
  * ```ts
@@ -55,6 +87,8 @@ export class ToolRegistry {
       if (!TOOL_NAME_PATTERN.test(tool.name))
         throw new Error(`invalid tool name ${JSON.stringify(tool.name)}`);
       if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} is registered twice`);
+      const problem = toolDeclarationProblem(tool);
+      if (problem !== undefined) throw new Error(problem);
       this.tools.set(tool.name, tool);
     }
   }

@@ -33,7 +33,6 @@ export interface LocalThroughput {
   ratio: number;
 }
 
-const TOKEN = 'dev-token';
 const TOOLS_MODULE = fileURLToPath(new URL('./local-tools.ts', import.meta.url));
 
 /**
@@ -71,7 +70,7 @@ export async function localThroughput(options: {
   });
   try {
     const api = new URL(stack.api);
-    const ledgerOp = (i: number) => submit(agent, api, `bench-local-${i}`, i);
+    const ledgerOp = (i: number) => submit(agent, api, stack.tokens.agent, `bench-local-${i}`, i);
     const baselineOp = (i: number) => putThenUpdate(dynamo, stack.table, `bench-baseline#${i}`, i);
     // Warm-up, not measured: connections, the handlers' first invocation, and one round's worth of
     // operations on each side, so that both run optimized code (the child process starts cold; the
@@ -139,7 +138,7 @@ async function drive(
 }
 
 /** One synchronous call through local mode's API; anything but 201 fails the benchmark. */
-function submit(agent: Agent, api: URL, operationId: string, n: number): Promise<void> {
+function submit(agent: Agent, api: URL, token: string, operationId: string, n: number): Promise<void> {
   const body = JSON.stringify({ tool: 'bench.effect', arguments: { target: 'bench', n } });
   return new Promise((resolve, reject) => {
     const req = request(
@@ -150,7 +149,7 @@ function submit(agent: Agent, api: URL, operationId: string, n: number): Promise
         method: 'POST',
         path: '/v1/operations',
         headers: {
-          authorization: `Bearer ${TOKEN}`,
+          authorization: `Bearer ${token}`,
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
           'idempotency-key': `"${operationId}"`,

@@ -345,7 +345,14 @@ export async function readFirst(env: BenchEnv): Promise<ScenarioResult> {
       run: async (i) => void (await pt.cold(event(`rfirst-${i}`, benchArguments(i), READ), ctx())),
     },
   });
-  return { title: 'read tool: first read', ...sides(r), opsPerIteration: 1, targets: { awsCalls: 2 } };
+  return {
+    title: 'read tool: first read',
+    ...sides(r),
+    opsPerIteration: 1,
+    // The read cache's PutItem and UpdateItem, and a GetItem of the ledger before the read runs (a
+    // retry of an operation reserved when the tool was a write is its replay, not a new read).
+    targets: { awsCalls: 3 },
+  };
 }
 
 /** A repeated read by a process that has not seen it. */

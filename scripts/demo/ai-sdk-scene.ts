@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bearerToken, type Operation, ToolLedgerClient } from '../../client/index';
+import { SETTINGS } from '../../functions/contract/environment';
 import { startLocalStack } from '../local-stack';
 import { startMailService } from './mail-service';
+import type { DemoScene, SceneContext, SceneReport } from './scene';
 
 /**
  * The demo's AI SDK scene: an AI SDK agent (`generateText`, the SDK's mock model) whose email tool runs
@@ -19,6 +21,13 @@ const AGENT = 'scripts/demo/ai-sdk-agent.ts';
 
 /** The operation ID the adapter derives: run, step (no assistant message before it), tool, position. */
 export const AI_SDK_OPERATION_ID = 'demo-chat-7/0/notify_customer/0';
+
+/** Local mode tuned for the scene: a fast reconciler and short backoffs, so the recovery takes seconds. */
+const SCENE_ENV = {
+  [SETTINGS.reconcileEveryMs.name]: '250',
+  [SETTINGS.retryBaseMs.name]: '200',
+  [SETTINGS.leaseGraceMs.name]: '500',
+};
 
 /** What the scene saw. */
 export interface AiSdkSceneResult {
@@ -100,3 +109,34 @@ function runAgent(
     });
   });
 }
+
+/** Why the scene is wrong, if it is: anything but one email, recovered and told to the model as a replay. */
+export function aiSdkProblems(scene: AiSdkSceneResult): string[] {
+  const problems: string[] = [];
+  if (scene.crashed !== 'SIGKILL') problems.push(`the first agent process was not killed (${scene.crashed})`);
+  if (scene.emails !== 1) problems.push(`${scene.emails} emails`);
+  if (scene.operation.state !== 'succeeded') problems.push(`the operation ended ${scene.operation.state}`);
+  if (scene.told?.replayed !== true) problems.push('the model was not told of the replay');
+  return problems;
+}
+
+async function run({ root, say }: SceneContext): Promise<SceneReport> {
+  const scene = await aiSdkScene(root, SCENE_ENV, (line) => say('ai-sdk · tool-ledger', line));
+  return {
+    table: [
+      'AI SDK agent (generateText, mock model) via @tool-ledger/client/ai-sdk',
+      `  agent processes: 2 (the first ${scene.crashed ?? 'not killed'})`,
+      `  emails sent:     ${scene.emails}`,
+      `  operation:       ${scene.operation.state}${scene.operation.reconciled ? ' (reconciled)' : ''}`,
+      `  model told:      replayed: ${String(scene.told?.replayed)}`,
+    ].join('\n'),
+    summary: `AI SDK agent killed between its email and the ledger's record: ${scene.emails} email across the crash`,
+    problems: aiSdkProblems(scene),
+  };
+}
+
+/** The scene, for the demo's list. */
+export const aiSdkDemoScene: DemoScene = {
+  name: 'an AI SDK agent (withLedger from /ai-sdk) killed between its email and the ledger hearing of it',
+  run,
+};

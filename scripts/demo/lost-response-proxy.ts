@@ -47,7 +47,7 @@ export interface LostResponseProxy {
  * ```ts
  * const proxy = await startLostResponseProxy(stack.api);
  * proxy.loseNextResponseFor('run-1:s2:c0');
- * const client = new ToolLedgerClient({ endpoint: proxy.url, signer: bearerToken('dev-token') });
+ * const client = new ToolLedgerClient({ endpoint: proxy.url, signer: bearerToken(stack.tokens.agent) });
  * await client.call({ operationId: 'run-1:s2:c0', ... }); // attempts: 2, replayed: true
  * ```
  */

@@ -28,9 +28,6 @@ import { type PlannedOperation, type PlannedSend, planOperations, planSends, see
 /** States after which nothing happens without a person: the run waits for every operation to reach one. */
 const SETTLED = new Set(['succeeded', 'failed_terminal', 'rejected', 'needs_reconciliation']);
 
-/** Bearer token of local mode's default tokens (tenant `local`, agent + operator). */
-const TOKEN = 'dev-token';
-
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -94,7 +91,9 @@ async function run(options: LoadOptions): Promise<number> {
   try {
     stack = await startLocalStack({ dataDir, env });
     log(`local mode ready (${stack.api}); seed ${options.seed}`);
-    const target: ApiTarget = { api: () => (stack as LocalStackProcess).api, token: TOKEN };
+    // The agent token local mode made for the data folder (tenant `local`, agent + operator); a
+    // restart on the same folder keeps it.
+    const target: ApiTarget = { api: () => (stack as LocalStackProcess).api, token: stack.tokens.agent };
     const sqs = new SQSClient({
       endpoint: `http://127.0.0.1:${ports.sqs}`,
       region: 'us-east-1',

@@ -28,6 +28,30 @@ export function withoutRepositoryNpmConfig(env: NodeJS.ProcessEnv = process.env)
   return Object.fromEntries(Object.entries(env).filter(([name]) => !keys.includes(name.toLowerCase())));
 }
 
+/**
+ * `env` with a PATH a user's shell has: without the `node_modules/.bin` folders that `npm run` puts
+ * first (this repository's, which holds its pinned Node and its tools, and those of the folders above
+ * it). A command run in a clone then finds npm on the machine's Node, and the clone's scripts find the
+ * clone's own tools, not this repository's.
+ */
+export function withoutRepositoryPath(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const root = path.dirname(NPMRC);
+  const added = new Set<string>();
+  for (let dir = root; ; dir = path.dirname(dir)) {
+    added.add(path.join(dir, 'node_modules', '.bin'));
+    if (path.dirname(dir) === dir) break;
+  }
+  const kept = (env.PATH ?? '')
+    .split(path.delimiter)
+    .filter((entry) => !added.has(path.resolve(entry)) && !isInside(root, entry));
+  return { ...env, PATH: kept.join(path.delimiter) };
+}
+
+function isInside(root: string, entry: string): boolean {
+  const relative = path.relative(root, path.resolve(entry));
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
 /** The Node 22 that consumers are checked on: the newest 22.x the registry served when it was set. */
 export const NODE_22_VERSION = '22.23.5';
 

@@ -6,7 +6,7 @@
 
 /**
  * A team's tools module, importing only the tool author's entry, with the shipped `webhook.post` kept
- * next to its own tool (the composed form the README shows).
+ * next to its own tool (the composed form docs/tools.md shows).
  */
 export const TOOLS_MODULE = `import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -32,20 +32,6 @@ const tools: ToolFactory = (env) => [
 
 export default tools;
 `;
-
-/**
- * The README's "Add your own tools (one file)" example, as printed there, for the consumer to
- * type-check: a documented example that stopped compiling against the published entries is a failure.
- */
-export function readmeToolsExample(readme: string): string {
-  const section = readme.indexOf('### Add your own tools (one file)');
-  const start = readme.indexOf('```ts\n', section);
-  const end = readme.indexOf('\n```', start + 6);
-  if (section < 0 || start < 0 || end < 0) {
-    throw new Error('pack-check: the README has no "Add your own tools" example');
-  }
-  return `${readme.slice(start + 6, end)}\n`;
-}
 
 /** Agent code against the client and all three adapters, typed with the real SDK types. */
 export const AGENT_MODULE = `import type Anthropic from '@anthropic-ai/sdk';
@@ -102,8 +88,8 @@ export function signedClient(endpoint: string): ToolLedgerClient {
 }
 
 /** Calls the consumer's own tool twice with one operation ID: the second answer must be the replay. */
-export async function callTwice(endpoint: string): Promise<[CallOutcome, CallOutcome]> {
-  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+export async function callTwice(endpoint: string, token: string): Promise<[CallOutcome, CallOutcome]> {
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken(token) });
   const operationId = operationIdFor({ agentRunId: 'pack-check', step: 1, callIndex: 0 });
   const input = { operationId, tool: 'consumer.note', arguments: { note: 'hello from a consumer' } };
   const first = await ledger.call(input);
@@ -133,7 +119,6 @@ export const FRAMEWORK_ENTRIES = {
   '@tool-ledger/client/openai-agents': ['currentRunContext', 'isLedgerEnvelope', 'withLedger'],
   '@tool-ledger/client/langchain': ['currentRunContext', 'isLedgerEnvelope', 'withLedger'],
 } as const;
-
 
 /**
  * The OpenAI Agents and LangChain entries as a user runs them, against local mode: each framework's own
@@ -305,7 +290,8 @@ console.log(JSON.stringify({ node: process.version, exports: Object.keys(entry).
 /** Runs the agent against local mode and prints what it saw, as JSON, for the checker to read. */
 export const RUN_AGENT_MODULE = `import { callTwice } from './agent.js';
 
-const [first, second] = await callTwice(process.argv[2]!);
+// The agent token local mode made for its data folder: \`npx tool-ledger token\` prints it.
+const [first, second] = await callTwice(process.argv[2]!, process.env.TOKEN!);
 console.log(JSON.stringify({
   node: process.version,
   first: { state: first.operation.state, replayed: first.replayed, result: first.operation.result },
@@ -332,6 +318,16 @@ app.synth();
 console.log(JSON.stringify({ tools: manifest.names, node: process.version }));
 `;
 
+/**
+ * The tools examples the docs embed (examples/tools/, file name → where the consumer keeps it), typed
+ * against the packed packages with the consumer's own code: a documented example that stopped compiling
+ * against the published entries is a failure.
+ */
+export const DOCS_TOOLS_EXAMPLES = {
+  'index.ts': 'tools/tickets.ts',
+  'acme-tools.ts': 'tools/acme-tools.ts',
+} as const;
+
 /** Compiler options every consumer configuration shares: strict, no lib beyond ES2022. */
 const STRICT = {
   strict: true,
@@ -349,18 +345,13 @@ export const TSCONFIG_NODENEXT = {
   compilerOptions: { ...STRICT, module: 'NodeNext', moduleResolution: 'NodeNext' },
   files: [
     'tools/index.ts',
-    'tools/acme-tools.ts',
+    ...Object.values(DOCS_TOOLS_EXAMPLES),
     'agent.ts',
     'run-agent.ts',
     'app.ts',
-    'durable-function.ts',
-    'durable-function-stack.ts',
-    'openai-agents.ts',
-    'langchain.ts',
+    ...DOC_EXAMPLES.map((file) => file.replace(/^.*\//, '')),
     'frameworks.ts',
     'run-frameworks.ts',
-    'ai-sdk.ts',
-    'mastra.ts',
     'run-ai-sdk.ts',
   ],
 };
@@ -370,18 +361,13 @@ export const TSCONFIG_BUNDLER = {
   compilerOptions: { ...STRICT, module: 'ESNext', moduleResolution: 'bundler' },
   files: [
     'tools/index.ts',
-    'tools/acme-tools.ts',
+    ...Object.values(DOCS_TOOLS_EXAMPLES),
     'agent.ts',
     'run-agent.ts',
     'app.ts',
-    'durable-function.ts',
-    'durable-function-stack.ts',
-    'openai-agents.ts',
-    'langchain.ts',
+    ...DOC_EXAMPLES.map((file) => file.replace(/^.*\//, '')),
     'frameworks.ts',
     'run-frameworks.ts',
-    'ai-sdk.ts',
-    'mastra.ts',
     'run-ai-sdk.ts',
   ],
 };

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SETTINGS } from '../../functions/contract/environment';
+import type { ShellBlock } from '../docs/shell-blocks';
 import { READY_LINE } from '../local-stack';
 import {
   type ConsumerNode,
@@ -13,11 +14,13 @@ import {
   nodePackageName,
   pathFirst,
   withoutRepositoryNpmConfig,
+  withoutRepositoryPath,
 } from './consumer-env';
 import {
   AGENT_MODULE,
   APP_MODULE,
   DOC_EXAMPLES,
+  DOCS_TOOLS_EXAMPLES,
   FRAMEWORK_ENTRIES,
   FRAMEWORKS_MODULE,
   LOAD_DURABLE_MODULE,
@@ -25,32 +28,38 @@ import {
   RUN_AGENT_MODULE,
   RUN_AI_SDK_MODULE,
   RUN_FRAMEWORKS_MODULE,
-  readmeToolsExample,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
   TSCONFIG_CJS_MTS,
   TSCONFIG_NODENEXT,
 } from './consumer-files';
+import { curlCall, entryFiles, packCheckBlocks, publishReport, QUIET_NPM, startBlock } from './from-clone';
 import { internalPointers } from './internal-pointers';
 
 /**
- * `npm run pack-check`: the packages as a user receives them. Builds and packs `tool-ledger` and
- * `@tool-ledger/client`, installs the tarballs into scratch projects outside the repository, and there:
- * type-checks a consumer under NodeNext and bundler resolution (strict, no casts) that uses the client,
- * the three adapters with the real SDK types, a custom tool, and the docs' framework examples
- * (scripts/pack-check/consumer-files.ts `DOC_EXAMPLES`), and loads the `/durable` entry and every framework
- * entry (`FRAMEWORK_ENTRIES`: `/ai-sdk`, `/mastra`, `/openai-agents`, `/langchain`); synthesizes a stack
- * with that tool (real esbuild bundling); runs the client against local mode started with that tool
- * (`npx tool-ledger start` + `TOOL_LEDGER_TOOLS_MODULE`), and an AI SDK agent, an OpenAI Agents step and a
- * LangGraph step through the packed entries against it, each step run twice with one effect; checks that a
- * token-only client install pulls in neither aws-cdk-lib, the AWS SDK nor any agent framework, and that
- * neither installed package cites the internal
- * design brief (scripts/pack-check/internal-pointers.ts); and, in a CommonJS project (`"type": "commonjs"`, what
- * npm 11's `npm init` writes), that a `.ts` tools module is refused with what to change while a `.mts`
- * one type-checks and runs. The packages are installed once and every consumer then runs on both Node
- * lines the packages declare: Node 22 from the registry and the repository's Node 24
- * (scripts/pack-check/consumer-nodes.ts); each check that runs the packages says which Node it ran on.
- * Exits 1 on the first check that fails.
+ * `npm run pack-check`: the packages as a user receives them, from a fresh clone of the committed
+ * repository. In the clone it runs the README's install commands as written (`npm ci`, then `npm pack`
+ * of both packages, which builds them through `prepack`), under the clone's own .npmrc and with npm on
+ * the machine's Node, as a user's shell has them; then `npm publish --dry-run` of both (every `exports`
+ * and `bin` target, the README, LICENSE and CHANGELOG ship; no warning; public, with provenance). In a
+ * project next to the clone it runs the README's `npm install` of the two tarballs as written. In scratch
+ * projects it installs the tarballs with the SDKs, CDK and TypeScript; checks that a token-only client
+ * install pulls in neither aws-cdk-lib, the AWS SDK nor any agent framework, that no Node binary rides
+ * along, and that neither installed package cites the internal design brief (scripts/pack-check/internal-pointers.ts).
+ *
+ * The packages are installed once, and every consumer then runs on both Node lines the packages
+ * declare: Node 22 from the registry and the repository's Node 24 (scripts/pack-check/consumer-env.ts).
+ * On each: the tools page's local run as written in the project next to the clone (`npx tool-ledger
+ * start` with the page's tools module; the banner's call is the page's call, key for key; two calls, one
+ * effect); a consumer type-checked under NodeNext and bundler resolution (strict, no casts) that uses the
+ * client, the three adapters with the real SDK types, and custom tools (the docs' tools examples among
+ * them) and the docs' agent examples (`DOC_EXAMPLES`: the durable function and its stack, AI SDK, Mastra,
+ * OpenAI Agents, LangChain); the `/durable` entry and every framework entry (`FRAMEWORK_ENTRIES`) loaded
+ * with their frameworks; a stack synthesized with that tool (real esbuild bundling); the client against
+ * local mode started with it, and an AI SDK agent, an OpenAI Agents step and a LangGraph step through the
+ * packed entries against it, each step run twice with one effect; and, in a CommonJS project (`"type": "commonjs"`, what npm 11's `npm init` writes), a
+ * `.ts` tools module refused with what to change while a `.mts` one type-checks and runs. Each check that
+ * runs the packages' code says which Node it ran on. Exits 1 on the first check that fails.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -159,6 +168,8 @@ function startLocalMode(
 /** The scratch projects, installed once and then run on each Node. */
 interface Consumers {
   scratch: string;
+  /** The project next to the clone, with the tarballs installed as the README says. */
+  project: string;
   tokenOnly: string;
   consumer: string;
   cjs: string;
@@ -166,6 +177,15 @@ interface Consumers {
 
 /** Local mode started by a check, stopped by main's `finally` if the check fails first. */
 let local: ChildProcess | undefined;
+
+/**
+ * The environment of the commands the docs give a user, run as written: no npm settings of this
+ * repository (a clone reads its own .npmrc) and no `node_modules/.bin` of this repository on PATH (npm
+ * runs on the machine's Node), with npm on its cache first.
+ */
+function asAUser(): NodeJS.ProcessEnv {
+  return { ...withoutRepositoryPath(withoutRepositoryNpmConfig()), ...QUIET_NPM };
+}
 
 async function main(): Promise<void> {
   const scratch = await mkdtemp(path.join(tmpdir(), 'tool-ledger-pack-check-'));
@@ -187,22 +207,109 @@ async function main(): Promise<void> {
   }
 }
 
-/** Builds and packs both packages, installs them into the scratch projects, checks what was installed. */
+/**
+ * Packs both packages in a fresh clone as the README says, checks what they would publish, installs
+ * them into the project next to the clone and the scratch projects, checks what was installed.
+ */
 async function install(scratch: string): Promise<Consumers> {
-  step('build and pack both packages');
-  await run('npm', ['run', 'build'], ROOT);
-  await run('npm', ['pack', '--pack-destination', scratch, '--loglevel=error'], ROOT);
-  await run(
-    'npm',
-    ['pack', '-w', '@tool-ledger/client', '--pack-destination', scratch, '--loglevel=error'],
-    ROOT,
+  step('a fresh clone: the install commands of the README, as written');
+  const clone = path.join(scratch, 'clone');
+  await run('git', ['clone', '--quiet', '--local', ROOT, clone], scratch);
+  const installBlocks = await packCheckBlocks(ROOT, 'README.md');
+  const installPage = await packCheckBlocks(ROOT, 'docs/install.md');
+  check(
+    installBlocks.length === 2 &&
+      installPage.map((b) => b.script).join('\n') === installBlocks.map((b) => b.script).join('\n'),
+    'the README and docs/install.md give the same two install blocks',
   );
+  // `npm ci` under the clone's own .npmrc, then `npm pack` of both packages into the clone's parent:
+  // packing builds them (prepack), with the clone's own tools.
+  await run('bash', ['-e', '-c', (installBlocks[0] as ShellBlock).script], clone, asAUser());
   const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
   const ledgerTgz = tarballs.find((f) => f.startsWith('tool-ledger-0'));
   const clientTgz = tarballs.find((f) => f.startsWith('tool-ledger-client-'));
   check(ledgerTgz !== undefined && clientTgz !== undefined, `two tarballs packed (${tarballs.join(', ')})`);
 
-  step('token-only client install: no aws-cdk-lib, no AWS SDK');
+  step('npm publish --dry-run of both packages: what they declare is what they ship');
+  for (const [dir, workspace] of [
+    ['', []],
+    ['client', ['-w', '@tool-ledger/client']],
+  ] as const) {
+    const manifest = JSON.parse(await readFile(path.join(clone, dir, 'package.json'), 'utf8')) as {
+      name: string;
+      version: string;
+      files: string[];
+      exports?: unknown;
+      bin?: unknown;
+      engines?: { node?: string };
+      license?: string;
+      publishConfig?: { access?: string; provenance?: boolean };
+    };
+    // Already built by the pack above; the dry run lists the files (npm notices, which the clone's
+    // .npmrc silences) and says what it would publish.
+    const report = publishReport(
+      (
+        await exitOf(
+          'npm',
+          ['publish', '--dry-run', '--ignore-scripts', '--loglevel=notice', ...workspace],
+          clone,
+          asAUser(),
+        )
+      ).out,
+    );
+    check(
+      report.complaints.length === 0,
+      `${manifest.name}: no warning or error (${report.complaints.join('; ') || 'none'})`,
+    );
+    const missing = [...entryFiles(manifest), 'README.md', 'LICENSE', 'CHANGELOG.md', 'package.json'].filter(
+      (f) => !report.files.includes(f),
+    );
+    check(
+      missing.length === 0,
+      `${manifest.name}@${manifest.version}: every entry, README, LICENSE and CHANGELOG ship (missing: ${missing.join(', ') || 'none'})`,
+    );
+    check(
+      !report.files.some(
+        (f) => f.includes('.test.') || f.startsWith('docs/.vitepress') || f.startsWith('examples/'),
+      ),
+      `${manifest.name}: no tests, docs site or examples in the package (${report.files.length} files)`,
+    );
+    const changelog = await readFile(path.join(clone, dir, 'CHANGELOG.md'), 'utf8');
+    check(
+      changelog.includes(`## ${manifest.version}`) &&
+        manifest.engines?.node !== undefined &&
+        manifest.license === 'Apache-2.0',
+      `${manifest.name}: the CHANGELOG has ${manifest.version}, engines and license are declared`,
+    );
+    check(
+      manifest.publishConfig?.access === 'public' && manifest.publishConfig.provenance === true,
+      `${manifest.name}: published public, with provenance`,
+    );
+  }
+
+  step("a project next to the clone: the README's install command, as written");
+  const project = path.join(scratch, 'my-project');
+  await mkdir(path.join(project, 'tools'), { recursive: true });
+  await writeFile(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'my-project', version: '1.0.0', private: true, type: 'module' }, null, 2),
+  );
+  await run('bash', ['-e', '-c', (installBlocks[1] as ShellBlock).script], project, asAUser());
+  for (const entry of [
+    'tool-ledger/dist/index.js',
+    'tool-ledger/dist/tool.d.ts',
+    '@tool-ledger/client/dist/index.js',
+  ]) {
+    await readFile(path.join(project, 'node_modules', entry));
+  }
+  check(true, 'both packages installed from the tarballs, with their built entries');
+  // The tools page's module, for its local run on each Node.
+  await writeFile(
+    path.join(project, 'tools', 'index.ts'),
+    await readFile(path.join(ROOT, 'examples', 'tools', 'index.ts'), 'utf8'),
+  );
+
+  step('token-only client install: no aws-cdk-lib, no AWS SDK, no agent framework');
   const tokenOnly = path.join(scratch, 'token-only');
   await mkdir(tokenOnly);
   await writeFile(
@@ -264,10 +371,13 @@ async function install(scratch: string): Promise<Consumers> {
     ),
   );
   await writeFile(path.join(consumer, 'tools', 'index.ts'), TOOLS_MODULE);
-  await writeFile(
-    path.join(consumer, 'tools', 'acme-tools.ts'),
-    readmeToolsExample(await readFile(path.join(ROOT, 'README.md'), 'utf8')),
-  );
+  // The docs' tools examples, typed against the packed packages like the consumer's own code.
+  for (const [example, file] of Object.entries(DOCS_TOOLS_EXAMPLES)) {
+    await writeFile(
+      path.join(consumer, file),
+      await readFile(path.join(ROOT, 'examples', 'tools', example), 'utf8'),
+    );
+  }
   await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
   await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
   await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
@@ -312,7 +422,7 @@ async function install(scratch: string): Promise<Consumers> {
   await writeFile(path.join(cjs, 'tools', 'index.ts'), TOOLS_MODULE);
   await writeFile(path.join(cjs, 'tools', 'index.mts'), TOOLS_MODULE);
   await writeFile(path.join(cjs, 'tsconfig.json'), JSON.stringify(TSCONFIG_CJS_MTS, null, 2));
-  return { scratch, tokenOnly, consumer, cjs };
+  return { scratch, project, tokenOnly, consumer, cjs };
 }
 
 /**
@@ -321,11 +431,43 @@ async function install(scratch: string): Promise<Consumers> {
  * Node they ran on.
  */
 async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<void> {
-  const { scratch, tokenOnly, consumer, cjs } = consumers;
+  const { scratch, project, tokenOnly, consumer, cjs } = consumers;
   const env = pathFirst(node, withoutRepositoryNpmConfig());
   const label = `[node ${node.version}]`;
   const on = (what: string) => `${what} (ran on Node ${node.version})`;
   const ranOn = (version: string | undefined) => version === node.version;
+
+  step(`${label} the tools page's local run, as written, in the project next to the clone`);
+  const [startTools, callTool] = await packCheckBlocks(ROOT, 'docs/tools.md');
+  const ticketsData = path.join(scratch, `data-tickets-${node.version}`);
+  const tickets = await startBlock(startTools as ShellBlock, project, {
+    ...pathFirst(node, asAUser()),
+    [SETTINGS.dataDir.name]: ticketsData,
+    [SETTINGS.logFormat.name]: 'json',
+  });
+  local = tickets.child;
+  const docsCall = curlCall((callTool as ShellBlock).script);
+  check(
+    JSON.stringify(curlCall(tickets.banner)) === JSON.stringify(docsCall),
+    `the banner proposes the tools page's call, key for key (${JSON.stringify(docsCall)})`,
+  );
+  const answers: string[] = [];
+  for (let i = 0; i < 2; i += 1) {
+    const script = (callTool as ShellBlock).script.replaceAll('http://127.0.0.1:3000', tickets.api);
+    answers.push(await run('bash', ['-e', '-c', script], project, asAUser()));
+  }
+  check(
+    /HTTP\/1.1 201/.test(answers[0] ?? '') && /"replayed":false/.test(answers[0] ?? ''),
+    'the first call ran tickets.open (201, replayed: false)',
+  );
+  check(
+    /Idempotent-Replayed: true/i.test(answers[1] ?? ''),
+    'the second is the stored replay (Idempotent-Replayed: true)',
+  );
+  const ticketLog = await readFile(path.join(ticketsData, 'workspace', 'tickets.log'), 'utf8');
+  check(ticketLog.trim().split('\n').length === 1, 'tickets.log has one line for two calls');
+  stopGroup(local);
+  local = undefined;
 
   step(`${label} the token-only client`);
   const [id, clientNode] = (await run('node', ['use.mjs'], tokenOnly, env)).trim().split(' ');
@@ -335,7 +477,7 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
   check(
     true,
-    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the README's composed example too), construct, the docs' framework examples (durable function and its stack, AI SDK, Mastra, OpenAI Agents, LangChain), the frameworks' runs",
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the tools examples of docs/tools.md too), construct, the docs' agent examples (durable function and its stack, AI SDK, Mastra, OpenAI Agents, LangChain), the frameworks' runs",
   );
   await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
   check(true, 'moduleResolution bundler: the same files');
@@ -395,7 +537,17 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   const dataDir = path.join(scratch, `data-${node.version}`);
   const started = await startLocalMode(consumer, dataDir, env);
   local = started.child;
-  const seen = JSON.parse((await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, env)).trim()) as {
+  // The consumer's CLI prints the token local mode made for the data folder; the agent reads $TOKEN.
+  const token = (
+    await run('npx', ['tool-ledger', 'token'], consumer, { ...env, [SETTINGS.dataDir.name]: dataDir })
+  ).trim();
+  check(
+    /^tl_[A-Za-z0-9_-]{43}$/.test(token),
+    on('local mode made a token for its data folder; the CLI prints it'),
+  );
+  const seen = JSON.parse(
+    (await run('npx', ['tsx', 'run-agent.ts', started.api], consumer, { ...env, TOKEN: token })).trim(),
+  ) as {
     node: string;
     first: { state: string; replayed: boolean; result?: { node?: string } };
     second: { state: string; replayed: boolean };
@@ -472,12 +624,13 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   const cjsData = path.join(scratch, `data-cjs-${node.version}`);
   const startedCjs = await startLocalMode(cjs, cjsData, env, 'tools/index.mts');
   local = startedCjs.child;
+  const cjsToken = (await readFile(path.join(cjsData, 'tokens'), 'utf8')).split('=')[0] as string;
   const twice = [];
   for (let i = 0; i < 2; i += 1) {
     const response = await fetch(`${startedCjs.api}/v1/operations`, {
       method: 'POST',
       headers: {
-        authorization: 'Bearer dev-token',
+        authorization: `Bearer ${cjsToken}`,
         'idempotency-key': 'cjs-1',
         'content-type': 'application/json',
       },

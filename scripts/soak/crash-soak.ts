@@ -134,7 +134,7 @@ export async function runCrashSoak(options: CrashSoakOptions): Promise<CrashSoak
             : newOperation(bodies, options.target, random);
         const async = random() < 0.3;
         try {
-          await post(stack.api, id, bodies.get(id) as string, async);
+          await post(stack, id, bodies.get(id) as string, async);
         } catch {
           // The stack died under this request: what the ledger made of it is checked at the end.
           return;
@@ -157,7 +157,7 @@ export async function runCrashSoak(options: CrashSoakOptions): Promise<CrashSoak
     const states = await settle(stack, [...bodies.keys()], options.settleTimeoutMs ?? 120_000);
     // Retries of every recorded operation after all the crashes: replays and reports, never effects.
     for (const [id, state] of states) {
-      if (state !== undefined) await post(stack.api, id, bodies.get(id) as string, false);
+      if (state !== undefined) await post(stack, id, bodies.get(id) as string, false);
     }
     const audit: IndexAudit = await auditIndexes(stack.dynamodb, stack.table);
     report.records = audit.records;
@@ -196,11 +196,16 @@ function pathOf(id: string): string {
   return `/ok/${id}`;
 }
 
-async function post(api: string, id: string, body: string, async: boolean): Promise<number> {
-  const response = await fetch(`${api}/v1/operations`, {
+async function post(
+  stack: Pick<LocalStackProcess, 'api' | 'tokens'>,
+  id: string,
+  body: string,
+  async: boolean,
+): Promise<number> {
+  const response = await fetch(`${stack.api}/v1/operations`, {
     method: 'POST',
     headers: {
-      authorization: 'Bearer dev-token',
+      authorization: `Bearer ${stack.tokens.agent}`,
       'content-type': 'application/json',
       'idempotency-key': id,
       ...(async ? { prefer: 'respond-async' } : {}),
@@ -227,7 +232,7 @@ async function settle(
     const next: string[] = [];
     for (const id of open) {
       const response = await fetch(`${stack.api}/v1/operations/${encodeURIComponent(id)}`, {
-        headers: { authorization: 'Bearer dev-token' },
+        headers: { authorization: `Bearer ${stack.tokens.agent}` },
       });
       const body = (await response.json()) as { state?: OperationState };
       if (response.status === 404) {

@@ -31,6 +31,11 @@ const BASE = ['APPROVAL=0', 'NO_SECOND_CALLER'];
 const CONFLICT = ['APPROVAL=0', 'MAXRESV=1'];
 /** A tool that needs approval, an approver shown either caller's digest. */
 const APPROVAL = ['APPROVAL=1', 'NO_SECOND_CALLER', 'FIRST_TRIES=1'];
+/**
+ * The tool redeployed as a read at any moment: the policy bound to the reservation governs. One
+ * reservation (key reuse is checked above; with it, these runs take many times longer).
+ */
+const POLICY_CHANGE = [...BASE, 'MAXRESV=1', 'POLICY_CHANGE'];
 /** The fairness run: one reconciler, one submission. */
 const LIVE = ['APPROVAL=0', 'NO_SECOND_CALLER', 'FIRST_TRIES=1', 'LIVENESS'];
 
@@ -99,6 +104,29 @@ export const CHECKS: readonly Check[] = [
     defines: BASE,
     expect: 'holds',
     about: "a success is the reservation's own effect, also after the key expired and was reused",
+  },
+  {
+    name: 'at_most_once/policy-change',
+    property: 'at_most_once',
+    defines: [...POLICY_CHANGE, 'FIRST_MODE=M_ASYNC'],
+    expect: 'holds',
+    about:
+      'the same when the tool is redeployed as a read at any moment: the executor still claims, and a claim under another policy goes to an operator',
+  },
+  {
+    name: 'no_effect_after_terminal',
+    property: 'no_effect_after_terminal',
+    defines: POLICY_CHANGE,
+    expect: 'holds',
+    about:
+      "no effect of the key's operation after its record is terminal when the tool is redeployed as a read: a retry is its replay",
+  },
+  {
+    name: 'approved_digest/policy-change',
+    property: 'approved_digest',
+    defines: [...APPROVAL, 'MAXRESV=1', 'POLICY_CHANGE'],
+    expect: 'holds',
+    about: 'an approval-bound write redeployed as a read still runs only after an approval of its digest',
   },
   {
     name: 'settles',
@@ -230,6 +258,24 @@ export const CHECKS: readonly Check[] = [
     expect: 'refuted',
     about: 'a retry with other arguments claims the record and runs them',
     shows: /an effect ran with another caller's arguments$/,
+  },
+  {
+    name: 'broken/read-path-before-the-ledger',
+    property: 'no_effect_after_terminal',
+    defines: [...POLICY_CHANGE, 'BROKEN_READ_PATH_FIRST'],
+    expect: 'refuted',
+    about:
+      'a call takes the read path because the tool is a read now, before looking at the ledger: a retry of a succeeded write runs its effect again',
+    shows: /the tool is redeployed as a read[\s\S]*an effect ran after its record was terminal$/,
+  },
+  {
+    name: 'broken/executor-read-path',
+    property: 'at_most_once',
+    defines: [...POLICY_CHANGE, 'FIRST_MODE=M_ASYNC', 'BROKEN_WORKER_READ_PATH'],
+    expect: 'refuted',
+    about:
+      'the executor takes the read path for a tool that is a read now: the queued write runs unclaimed, stays queued, and runs again on the next re-send',
+    shows: /the tool is redeployed as a read[\s\S]*EFFECT of reservation 1 \(count 2\)/,
   },
   {
     name: 'broken/late-outcome-applied',

@@ -120,14 +120,20 @@ const ENDS: Readonly<Record<string, readonly OperationState[]>> = {
   resolved_not_applied: ['failed_retryable'],
   resolved_failed: ['failed_terminal'],
   attempts_exhausted: ['failed_terminal'],
+  attempts_exhausted_maybe_applied: ['needs_reconciliation'],
+  policy_changed: ['needs_reconciliation'],
 };
 
 /**
  * Outcome codes that name one row whoever writes it: `attempts_exhausted` is the code of
  * `exhaust_attempts` alone, which a worker (a caller or the executor meeting a used-up record) and the
- * reconciler both write.
+ * reconciler both write; `policy_changed` is the code of `hold_for_operator`, a worker's.
  */
-const ROW_OF_CODE: Readonly<Record<string, TransitionName>> = { attempts_exhausted: 'exhaust_attempts' };
+const ROW_OF_CODE: Readonly<Record<string, TransitionName>> = {
+  attempts_exhausted: 'exhaust_attempts',
+  attempts_exhausted_maybe_applied: 'exhaust_attempts',
+  policy_changed: 'hold_for_operator',
+};
 
 /** The rows whose lines carry no outcome code: reservations and claims. */
 const CODELESS: readonly TransitionName[] = [
@@ -272,7 +278,14 @@ function replayOne(key: string, lines: TraceLine[], allowance: number, verdict: 
   let current: Node = { state: null, attempt: 0 };
   let left = allowance;
   while (pool.length > 0) {
-    let index = pool.findIndex((line) => misfit(current, line) === undefined);
+    // A line that names the state the replay has is taken before one that only fits through a wider
+    // write condition (an owner's commit names the state it claimed from): when a reconciler's
+    // `pending → uncertain` reaches the log after the late commit `uncertain → succeeded` it let land,
+    // the commit fits `pending` too, and taking it first would strand the reconciler's line.
+    let index = pool.findIndex(
+      (line) => line.state_before === current.state && misfit(current, line) === undefined,
+    );
+    if (index < 0) index = pool.findIndex((line) => misfit(current, line) === undefined);
     let gap = 0;
     if (index < 0 && left > 0) {
       // A write landed that its writer never saw: bridge the shortest gap the table allows, within

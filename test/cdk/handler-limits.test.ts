@@ -47,8 +47,8 @@ describe('concurrency defaults', () => {
     });
     expect(executor.Properties.ReservedConcurrentExecutions).toBe(10);
     expect(lambda(template, 'reconciler').Properties.ReservedConcurrentExecutions).toBe(1);
-    // The API scales with its callers; capping it is a deployment's choice (apiThrottling, reserved).
-    expect(lambda(template, 'HTTP API').Properties.ReservedConcurrentExecutions).toBeUndefined();
+    // The API is reserved what the declared throughput needs (2,000 requests/s at 100 ms each).
+    expect(lambda(template, 'HTTP API').Properties.ReservedConcurrentExecutions).toBe(200);
   });
 
   it('drops a reconciler event older than one tick instead of keeping it for Lambda’s default 6 hours', () => {

@@ -120,7 +120,7 @@ describe('alarms that tell someone', () => {
 });
 
 describe('throttling', () => {
-  it('limits the stage by default and POST /v1/reconciliations far lower', () => {
+  it('limits the stage by default (the declared throughput) and POST /v1/reconciliations far lower', () => {
     const stage = Object.values(ofType(template, 'AWS::ApiGateway::Stage'))[0]!;
     const settings = stage.Properties.MethodSettings as Record<string, unknown>[];
     expect(settings).toEqual(
@@ -128,15 +128,15 @@ describe('throttling', () => {
         expect.objectContaining({
           HttpMethod: '*',
           ResourcePath: '/*',
-          ThrottlingRateLimit: 100,
-          ThrottlingBurstLimit: 200,
+          ThrottlingRateLimit: 2000,
+          ThrottlingBurstLimit: 4000,
         }),
         {
           HttpMethod: 'POST',
           ResourcePath: '/~1v1~1reconciliations',
           ThrottlingRateLimit: 1,
           ThrottlingBurstLimit: 2,
-          LoggingLevel: 'OFF',
+          LoggingLevel: 'ERROR',
           DataTraceEnabled: false,
           MetricsEnabled: false,
         },
@@ -158,14 +158,13 @@ describe('throttling', () => {
 });
 
 describe('several instances per account', () => {
-  it('creates no account-wide AWS::ApiGateway::Account unless asked to', () => {
-    template.resourceCountIs('AWS::ApiGateway::Account', 0);
-    const { stack } = ledgerStack({ apiCloudWatchRole: true });
-    const t = Template.fromStack(stack);
-    t.resourceCountIs('AWS::ApiGateway::Account', 1);
+  it('creates the account-wide AWS::ApiGateway::Account unless told the account has one', () => {
+    template.resourceCountIs('AWS::ApiGateway::Account', 1);
     // With the role, execution logs (errors only) are on by default.
-    const stage = Object.values(ofType(t, 'AWS::ApiGateway::Stage'))[0]!;
+    const stage = Object.values(ofType(template, 'AWS::ApiGateway::Stage'))[0]!;
     expect(JSON.stringify(stage.Properties.MethodSettings)).toContain('"LoggingLevel":"ERROR"');
+    const { stack } = ledgerStack({ apiCloudWatchRole: false });
+    Template.fromStack(stack).resourceCountIs('AWS::ApiGateway::Account', 0);
   });
 
   it('gives each instance its own REST API name and metric service dimension', () => {
@@ -185,11 +184,13 @@ describe('several instances per account', () => {
       JSON.stringify([{ Name: 'service', Value: 'Shared-TeamA' }]),
       JSON.stringify([{ Name: 'service', Value: 'Shared-TeamB' }]),
     ]);
-    const serviceNames = Object.values(ofType(t, 'AWS::Lambda::Function')).map(
-      (fn) =>
-        (fn.Properties.Environment as { Variables: Record<string, string> }).Variables
-          .POWERTOOLS_SERVICE_NAME,
-    );
+    const serviceNames = Object.values(ofType(t, 'AWS::Lambda::Function'))
+      .filter((fn) => String(fn.Properties.Description).startsWith('tool-ledger'))
+      .map(
+        (fn) =>
+          (fn.Properties.Environment as { Variables: Record<string, string> }).Variables
+            .POWERTOOLS_SERVICE_NAME,
+      );
     expect(new Set(serviceNames)).toEqual(new Set(['Shared-TeamA', 'Shared-TeamB']));
   });
 
@@ -282,7 +283,7 @@ describe('bring your own', () => {
     expect(() => resolveSettings({ queue })).toThrow(/queue and deadLetterQueue go together/);
   });
 
-  it('runs the executor, and only the executor, in the platform’s VPC with its security group (webhook.post egress)', () => {
+  it('runs every function that runs tools in the platform’s VPC with its security group (executorNetwork still means network)', () => {
     const stack = new Stack(testApp(), 'ByoVpc');
     const vpc = Vpc.fromVpcAttributes(stack, 'Vpc', {
       vpcId: 'vpc-1',
@@ -300,14 +301,19 @@ describe('bring your own', () => {
     const t = Template.fromStack(stack);
     const fns = Object.values(ofType(t, 'AWS::Lambda::Function'));
     const inVpc = fns.filter((fn) => fn.Properties.VpcConfig !== undefined);
-    expect(inVpc.map((fn) => fn.Properties.Description)).toEqual([expect.stringContaining('SQS executor')]);
-    expect(inVpc[0]!.Properties.VpcConfig).toEqual({
-      SecurityGroupIds: ['sg-egress'],
-      SubnetIds: ['subnet-1'],
-    });
-    // Its own role still has no AWS managed policy: the ENI actions are inline.
-    for (const role of Object.values(ofType(t, 'AWS::IAM::Role')))
-      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(inVpc.map((fn) => fn.Properties.Description).sort()).toEqual([
+      expect.stringContaining('HTTP API'),
+      expect.stringContaining('SQS executor'),
+      expect.stringContaining('reconciler'),
+    ]);
+    for (const fn of inVpc) {
+      expect(fn.Properties.VpcConfig).toEqual({ SecurityGroupIds: ['sg-egress'], SubnetIds: ['subnet-1'] });
+    }
+    // The handlers' roles still have no AWS managed policy: the ENI actions are inline.
+    for (const [id, role] of Object.entries(ofType(t, 'AWS::IAM::Role')).filter(([id]) =>
+      id.includes('Handler'),
+    ))
+      expect(role.Properties.ManagedPolicyArns, id).toBeUndefined();
     expect(JSON.stringify(t.toJSON())).toContain('ec2:CreateNetworkInterface');
   });
 
@@ -352,7 +358,7 @@ describe('tenant bindings outside the environment', () => {
 });
 
 describe('low-severity defaults', () => {
-  it('queues follow removalPolicy and carry a redrive allow policy', () => {
+  it('queues follow removalPolicy and carry redrive allow policies', () => {
     const { stack } = ledgerStack({ removalPolicy: RemovalPolicy.DESTROY });
     const queues = Object.values(ofType(Template.fromStack(stack), 'AWS::SQS::Queue'));
     expect(queues.map((q) => q.DeletionPolicy)).toEqual(['Delete', 'Delete']);
@@ -361,7 +367,7 @@ describe('low-severity defaults', () => {
     const work = retained.find((q) => q.Properties.RedrivePolicy)!;
     const dlq = retained.find((q) => !q.Properties.RedrivePolicy)!;
     expect(work.Properties.RedriveAllowPolicy).toEqual({ redrivePermission: 'denyAll' });
-    expect(dlq.Properties.RedriveAllowPolicy).toEqual({ redrivePermission: 'allowAll' });
+    expect(dlq.Properties.RedriveAllowPolicy).toMatchObject({ redrivePermission: 'byQueue' });
   });
 
   it('detailed (per-method, billed) stage metrics are off unless asked for', () => {

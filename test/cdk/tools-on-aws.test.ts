@@ -22,6 +22,7 @@ import { testApp } from './synth';
  */
 
 const SHORT_RETENTION_TOOLS = path.join(import.meta.dirname, 'fixtures', 'short-retention-tools.ts');
+const APPROVED_READ_TOOLS = path.join(import.meta.dirname, 'fixtures', 'approved-read-tools.ts');
 
 function sharedWorkspace(stack: Stack): SharedWorkspace {
   const vpc = new Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 0 });
@@ -41,6 +42,15 @@ describe('the construct checks the tools module itself', () => {
     expect(attempt).toThrow(ToolLedgerConfigError);
     expect(attempt).toThrow(
       /tool "acme\.audit_note" keeps terminal records for 7 days, but a message can live 19 days/,
+    );
+  });
+
+  it('refuses a read tool that requires approval, naming the prop and the tool', () => {
+    const attempt = () =>
+      new ToolLedger(new Stack(testApp(), 'ApprovedRead'), 'L', { toolsModule: APPROVED_READ_TOOLS });
+    expect(attempt).toThrow(ToolLedgerConfigError);
+    expect(attempt).toThrow(
+      /toolsModule: tool "acme\.export_customers" is a read tool that requires approval/,
     );
   });
 

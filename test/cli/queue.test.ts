@@ -216,11 +216,19 @@ describe('tool-ledger reconcile', () => {
     expect(tool.starts).toHaveLength(2);
   });
 
-  it('--json prints {shards, read, pages, actions, skipped, complete}', async () => {
+  it('--json prints {shards, read, pages, actions, skipped, deferred, complete}', async () => {
     const { code, stdout } = await cli.run(['reconcile', '--json']);
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as Record<string, unknown>;
-    expect(Object.keys(report).sort()).toEqual(['actions', 'complete', 'pages', 'read', 'shards', 'skipped']);
+    expect(Object.keys(report).sort()).toEqual([
+      'actions',
+      'complete',
+      'deferred',
+      'pages',
+      'read',
+      'shards',
+      'skipped',
+    ]);
     expect(report.shards).toEqual([{ shard: 'tenant', read: 0, acted: 0 }]);
     expect(report.complete).toBe(true);
   });

@@ -32,6 +32,8 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Pass `--endpoint`. @default true */
   endpoint?: boolean;
+  /** What local mode's data folder holds as its tokens file (the CLI's default credentials). @default none */
+  localTokens?: string;
 }
 
 /** A served API plus a way to run the CLI against it. */
@@ -75,6 +77,7 @@ export async function serveCli(db: DynaliteHandle, tools: AnyTool[]): Promise<Cl
         },
       };
       if (options.confirm) io.confirm = options.confirm;
+      if (options.localTokens !== undefined) io.localTokens = () => options.localTokens;
       const args = [...argv];
       if (options.endpoint !== false) args.push('--endpoint', endpoint);
       if (token !== null) args.push('--token', token);

@@ -41,7 +41,7 @@ beforeAll(async () => {
   stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '500' } });
   client = new ToolLedgerClient({
     endpoint: stack.api,
-    signer: bearerToken('dev-token'),
+    signer: bearerToken(stack.tokens.agent),
     deadlineMs: 20_000,
   });
   names = ToolNameMap.fromTools(await client.tools());

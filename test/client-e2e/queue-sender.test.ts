@@ -38,7 +38,7 @@ beforeAll(async () => {
   sender = new ToolLedgerQueueSender({ queueUrl: stack.queueUrl, tenant: 'local', sqs, maxAgeMs: 60_000 });
   client = new ToolLedgerClient({
     endpoint: stack.api,
-    signer: bearerToken('dev-token'),
+    signer: bearerToken(stack.tokens.agent),
     deadlineMs: 20_000,
   });
 });

@@ -37,7 +37,7 @@ beforeAll(async () => {
   proxy = await startLostResponseProxy(stack.api);
   client = new ToolLedgerClient({
     endpoint: proxy.url,
-    signer: bearerToken('dev-token'),
+    signer: bearerToken(stack.tokens.agent),
     deadlineMs: 20_000,
   });
 });

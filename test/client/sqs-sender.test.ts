@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fifoIdFor, sendToQueue, ToolLedgerQueueSender } from '../../client/sqs-sender';
+import { DEFAULT_MAX_AGE_MS, fifoIdFor, sendToQueue, ToolLedgerQueueSender } from '../../client/sqs-sender';
 import { fakeClock } from './support/scripted-server';
 
 let fauxqs: FauxqsServer;
@@ -79,7 +79,21 @@ describe('ToolLedgerQueueSender', () => {
       expect(id.length).toBeLessThanOrEqual(128);
       expect(id).toMatch(/^[A-Za-z0-9_-]+$/);
     }
-    expect(JSON.parse(acme.Body!)).not.toHaveProperty('not_after');
+    // Without maxAgeMs a message still expires: 18 days, the longest the default queues keep one.
+    const notAfter = Date.parse(JSON.parse(acme.Body!).not_after);
+    expect(notAfter - Date.now()).toBeGreaterThan(DEFAULT_MAX_AGE_MS - 60_000);
+    expect(notAfter - Date.now()).toBeLessThanOrEqual(DEFAULT_MAX_AGE_MS);
+    expect(DEFAULT_MAX_AGE_MS).toBe(18 * 86_400_000);
+  });
+
+  it('sets no not_after only when told to (maxAgeMs: false)', () => {
+    const sender = new ToolLedgerQueueSender({
+      queueUrl: 'http://unused',
+      tenant: 'acme',
+      sqs,
+      maxAgeMs: false,
+    });
+    expect(sender.message({ operationId: 'op-1', tool: 't', arguments: {} })).not.toHaveProperty('not_after');
   });
 
   it('refuses an invalid operation ID before sending', async () => {

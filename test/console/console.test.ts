@@ -20,7 +20,7 @@ import { type RunningConsole, startConsole } from './console-process';
  * driven as an operator would (links, buttons, the confirmation dialog), and what it did is checked
  * on the API and on the target, never only on the page.
  *
- * With `TOOL_LEDGER_SCREENSHOTS=1` the queue and operation tests also refresh the README's screenshots
+ * With `TOOL_LEDGER_SCREENSHOTS=1` the queue and operation tests also refresh the screenshots of docs/operators.md
  * (docs/images); without it they leave the committed files alone.
  */
 

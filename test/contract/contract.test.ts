@@ -57,7 +57,7 @@ describe('the environment the construct writes', () => {
 
 describe('the environment local mode writes', () => {
   it('sets only variables the contract declares, for the handlers or for local mode itself', () => {
-    const settings = loadLocalSettings({}, false);
+    const settings = loadLocalSettings({ TOOL_LEDGER_TOKENS: 'agent-token=local:agent' }, false);
     const env = handlerEnvironment(
       settings,
       { dynamo: 'http://d', sqs: 'http://s', queueUrl: 'http://q' },

@@ -18,12 +18,10 @@ export interface ApiResponse {
 export interface OperationCall {
   key?: string;
   body?: unknown;
-  token?: string;
+  /** Bearer token (local mode's made tokens: `stack.tokens.agent`). */
+  token: string;
   headers?: Record<string, string>;
 }
-
-/** The agent token of local mode's defaults. */
-export const DEV_TOKEN = 'dev-token';
 
 /** Sends any request to the API. */
 export async function send(
@@ -49,7 +47,7 @@ export async function send(
 /** `POST /v1/operations` with JSON, a bearer token and (unless `key` is undefined) an Idempotency-Key. */
 export function postOperation(api: string, call: OperationCall): Promise<ApiResponse> {
   const headers: Record<string, string> = {
-    authorization: `Bearer ${call.token ?? DEV_TOKEN}`,
+    authorization: `Bearer ${call.token}`,
     'content-type': 'application/json',
     ...call.headers,
   };
@@ -62,7 +60,7 @@ export function postOperation(api: string, call: OperationCall): Promise<ApiResp
 }
 
 /** `GET /v1/operations/{id}`. */
-export function getOperation(api: string, id: string, token = DEV_TOKEN): Promise<ApiResponse> {
+export function getOperation(api: string, id: string, token: string): Promise<ApiResponse> {
   return send(api, `/v1/operations/${encodeURIComponent(id)}`, {
     headers: { authorization: `Bearer ${token}` },
   });
@@ -112,7 +110,7 @@ export async function waitForOperation(
   api: string,
   id: string,
   done: (body: Record<string, unknown>) => boolean,
-  options: { token?: string; timeoutMs?: number } = {},
+  options: { token: string; timeoutMs?: number },
 ): Promise<Record<string, unknown>> {
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   let last: ApiResponse | undefined;

@@ -11,7 +11,8 @@ import { getOperation, postOperation, rawRequest, send } from './api-client';
  * reached only over HTTP, with the test's own counting webhook target.
  */
 
-const TOKENS = 'dev-token=local:agent+operator,dev-approver=local:approver,other-token=other:agent+operator';
+const AGENT = 'agent-token';
+const TOKENS = `${AGENT}=local:agent+operator,approver-token=local:approver,other-token=other:agent+operator`;
 
 let stack: LocalStackProcess;
 let target: WebhookTarget;
@@ -63,13 +64,13 @@ describe('local mode over HTTP', () => {
 
   it('runs a first call once (201) and replays it with Idempotent-Replayed and the same body', async () => {
     const id = key('replay');
-    const first = await postOperation(stack.api, { key: id, body: webhook(`/ok/${id}`) });
+    const first = await postOperation(stack.api, { token: AGENT, key: id, body: webhook(`/ok/${id}`) });
     expect(first.status).toBe(201);
     expect(first.headers.get('location')).toBe(`/v1/operations/${id}`);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     expect(first.json).toMatchObject({ operation_id: id, state: 'succeeded', attempt: 1, replayed: false });
 
-    const again = await postOperation(stack.api, { key: id, body: webhook(`/ok/${id}`) });
+    const again = await postOperation(stack.api, { token: AGENT, key: id, body: webhook(`/ok/${id}`) });
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.json).toEqual({ ...first.json, replayed: true });
@@ -78,10 +79,14 @@ describe('local mode over HTTP', () => {
 
   it('rejects the same key with a different body (422) and runs nothing', async () => {
     const id = key('conflict');
-    expect((await postOperation(stack.api, { key: id, body: writeFile(`${id}.txt`, 'one') })).status).toBe(
-      201,
-    );
-    const other = await postOperation(stack.api, { key: id, body: writeFile(`${id}.txt`, 'two') });
+    expect(
+      (await postOperation(stack.api, { token: AGENT, key: id, body: writeFile(`${id}.txt`, 'one') })).status,
+    ).toBe(201);
+    const other = await postOperation(stack.api, {
+      token: AGENT,
+      key: id,
+      body: writeFile(`${id}.txt`, 'two'),
+    });
     expect(other.status).toBe(422);
     expect(other.headers.get('content-type')).toContain('application/problem+json');
     expect(other.json?.code).toBe('idempotency_key_reused');
@@ -90,15 +95,19 @@ describe('local mode over HTTP', () => {
   it('while a slow webhook is in flight: a duplicate gets 409 with Retry-After, a different body 422', async () => {
     const id = key('inflight');
     const path = `/hold/${id}`;
-    const original = postOperation(stack.api, { key: id, body: webhook(path) });
+    const original = postOperation(stack.api, { token: AGENT, key: id, body: webhook(path) });
     await target.waitForHit(path);
 
-    const duplicate = await postOperation(stack.api, { key: id, body: webhook(path) });
+    const duplicate = await postOperation(stack.api, { token: AGENT, key: id, body: webhook(path) });
     expect(duplicate.status).toBe(409);
     expect(duplicate.json?.code).toBe('operation_in_progress');
     expect(Number(duplicate.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
 
-    const different = await postOperation(stack.api, { key: id, body: webhook(path, { n: 2 }) });
+    const different = await postOperation(stack.api, {
+      token: AGENT,
+      key: id,
+      body: webhook(path, { n: 2 }),
+    });
     expect(different.status).toBe(422);
     expect(different.json?.code).toBe('idempotency_key_reused');
 
@@ -113,7 +122,9 @@ describe('local mode over HTTP', () => {
     const id = key('parallel');
     const path = `/delay/300/${id}`;
     const responses = await Promise.all(
-      Array.from({ length: 10 }, () => postOperation(stack.api, { key: id, body: webhook(path) })),
+      Array.from({ length: 10 }, () =>
+        postOperation(stack.api, { token: AGENT, key: id, body: webhook(path) }),
+      ),
     );
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s >= 500)).toEqual([]);
@@ -127,11 +138,11 @@ describe('local mode over HTTP', () => {
   it("stores the target's 404 and replays it without calling again", async () => {
     const id = key('404');
     const path = `/status/404/${id}`;
-    const first = await postOperation(stack.api, { key: id, body: webhook(path) });
+    const first = await postOperation(stack.api, { token: AGENT, key: id, body: webhook(path) });
     expect(first.status).toBe(201);
     expect(first.json).toMatchObject({ state: 'failed_terminal', replayed: false });
     expect(first.json?.error).toMatchObject({ status: 404 });
-    const replay = await postOperation(stack.api, { key: id, body: webhook(path) });
+    const replay = await postOperation(stack.api, { token: AGENT, key: id, body: webhook(path) });
     expect(replay.status).toBe(201);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.json).toEqual({ ...first.json, replayed: true });
@@ -141,7 +152,7 @@ describe('local mode over HTTP', () => {
   it('keeps tenants apart: the same key in two tenants is two operations, invisible to each other', async () => {
     const id = key('tenant');
     const path = `/ok/${id}`;
-    const local = await postOperation(stack.api, { key: id, body: webhook(path) });
+    const local = await postOperation(stack.api, { token: AGENT, key: id, body: webhook(path) });
     const other = await postOperation(stack.api, { key: id, body: webhook(path), token: 'other-token' });
     expect(local.status).toBe(201);
     expect(other.status).toBe(201);
@@ -152,21 +163,22 @@ describe('local mode over HTTP', () => {
 
     const onlyLocal = key('tenant-only');
     expect(
-      (await postOperation(stack.api, { key: onlyLocal, body: writeFile(`${onlyLocal}.txt`) })).status,
+      (await postOperation(stack.api, { token: AGENT, key: onlyLocal, body: writeFile(`${onlyLocal}.txt`) }))
+        .status,
     ).toBe(201);
     expect((await getOperation(stack.api, onlyLocal, 'other-token')).status).toBe(404);
-    expect((await getOperation(stack.api, onlyLocal)).status).toBe(200);
+    expect((await getOperation(stack.api, onlyLocal, AGENT)).status).toBe(200);
   });
 
   it('requires a well-formed key: none, empty, 256 characters or two keys → 400; 255 characters works', async () => {
     const body = writeFile('keys.txt');
-    const missing = await postOperation(stack.api, { body });
+    const missing = await postOperation(stack.api, { token: AGENT, body });
     expect(missing.status).toBe(400);
     expect(missing.json?.code).toBe('idempotency_key_missing');
-    const empty = await postOperation(stack.api, { key: '', body });
+    const empty = await postOperation(stack.api, { token: AGENT, key: '', body });
     expect(empty.status).toBe(400);
     expect(['idempotency_key_missing', 'idempotency_key_invalid']).toContain(empty.json?.code);
-    const tooLong = await postOperation(stack.api, { key: 'k'.repeat(256), body });
+    const tooLong = await postOperation(stack.api, { token: AGENT, key: 'k'.repeat(256), body });
     expect(tooLong.status).toBe(400);
     expect(tooLong.json?.code).toBe('idempotency_key_invalid');
 
@@ -175,7 +187,7 @@ describe('local mode over HTTP', () => {
       '/v1/operations',
       'POST',
       {
-        Authorization: 'Bearer dev-token',
+        Authorization: `Bearer ${AGENT}`,
         'Content-Type': 'application/json',
         'Idempotency-Key': [`${key('two')}-a`, `${key('two')}-b`],
       },
@@ -186,7 +198,7 @@ describe('local mode over HTTP', () => {
 
     const longest = `${key('max')}-`.padEnd(255, 'x');
     expect(longest).toHaveLength(255);
-    const ok = await postOperation(stack.api, { key: longest, body });
+    const ok = await postOperation(stack.api, { token: AGENT, key: longest, body });
     expect(ok.status).toBe(201);
     expect(ok.json?.operation_id).toBe(longest);
   });
@@ -194,13 +206,14 @@ describe('local mode over HTTP', () => {
   it('an invalid body does not consume the key: the valid call after it executes', async () => {
     const id = key('invalid-first');
     const bad = await postOperation(stack.api, {
+      token: AGENT,
       key: id,
       body: { tool: 'workspace.write_file', arguments: { path: `${id}.txt` } },
     });
     expect(bad.status).toBe(400);
     expect(bad.json?.code).toBe('validation_failed');
-    expect((await getOperation(stack.api, id)).status).toBe(404);
-    const good = await postOperation(stack.api, { key: id, body: writeFile(`${id}.txt`) });
+    expect((await getOperation(stack.api, id, AGENT)).status).toBe(404);
+    const good = await postOperation(stack.api, { token: AGENT, key: id, body: writeFile(`${id}.txt`) });
     expect(good.status).toBe(201);
     expect(good.json).toMatchObject({ state: 'succeeded', replayed: false, attempt: 1 });
   });
@@ -266,14 +279,14 @@ describe('local mode over HTTP', () => {
     for (const c of cases) {
       it(`${c.name} → ${c.status}`, async () => {
         const id = key('hostile');
-        const headers: Record<string, string> = { Authorization: 'Bearer dev-token', 'Idempotency-Key': id };
+        const headers: Record<string, string> = { Authorization: `Bearer ${AGENT}`, 'Idempotency-Key': id };
         if (c.contentType !== '') headers['Content-Type'] = c.contentType ?? 'application/json';
         const response = await rawRequest(stack.api, '/v1/operations', 'POST', headers, c.body());
         expect(response.status).toBe(c.status);
         expect(response.contentType).toContain('application/problem+json');
         expect(JSON.parse(response.text)).toMatchObject({ status: c.status, code: expect.any(String) });
-        expect((await getOperation(stack.api, id)).status).toBe(404);
-        const alive = await send(stack.api, '/v1/tools', { headers: { authorization: 'Bearer dev-token' } });
+        expect((await getOperation(stack.api, id, AGENT)).status).toBe(404);
+        const alive = await send(stack.api, '/v1/tools', { headers: { authorization: `Bearer ${AGENT}` } });
         expect(alive.status).toBe(200);
       });
     }

@@ -71,7 +71,7 @@ describe('local mode carries operations their caller executes', () => {
     expect(c.attempt).toBe(1);
     const beat = await post(key, 'lease', { token: c.token });
     expect(beat.status).toBe(200);
-    const read = await getOperation(stack.api, key);
+    const read = await getOperation(stack.api, key, 'dev-token');
     expect(read.json).toMatchObject({
       state: 'pending',
       execution: 'caller',
@@ -100,7 +100,7 @@ describe('local mode carries operations their caller executes', () => {
     });
     expect(own.status).toBe(400);
     expect(own.json?.code).toBe('tool_executed_by_ledger');
-    expect((await getOperation(stack.api, key)).status).toBe(404);
+    expect((await getOperation(stack.api, key, 'dev-token')).status).toBe(404);
   });
 
   it('forced approval: approved, the operation waits for its caller through reconciler passes, then its caller claims it', async () => {
@@ -119,7 +119,7 @@ describe('local mode carries operations their caller executes', () => {
       headers: { authorization: 'Bearer dev-token' },
     });
     expect(pass.status).toBe(200);
-    expect((await getOperation(stack.api, key)).json?.state).toBe('queued');
+    expect((await getOperation(stack.api, key, 'dev-token')).json?.state).toBe('queued');
     const c = claimOf(await claim(key, { tool: 'pay.refund', arguments: { amount: 5 } }));
     expect(c.attempt).toBe(1);
     const done = await post(key, 'outcome', { token: c.token, outcome: 'succeeded' });
@@ -129,7 +129,7 @@ describe('local mode carries operations their caller executes', () => {
   it('a caller that dies: its lease runs out, the reconciler makes it uncertain, a verdict lets the next attempt run with the same key', async () => {
     const key = `e2e-crash-${Date.now()}`;
     const first = claimOf(await claim(key, { lease_seconds: 1 }));
-    await waitForOperation(stack.api, key, (op) => op.state === 'uncertain');
+    await waitForOperation(stack.api, key, (op) => op.state === 'uncertain', { token: 'dev-token' });
     const verdict = await post(key, 'reconciliation', {
       attempt: 1,
       verdict: 'not_applied',

@@ -50,7 +50,9 @@ describe('crash and restart on the same data folder', () => {
     const path = `/hold/${id}`;
     const body = { tool: 'webhook.post', arguments: { url: `${target.origin}${path}`, json: { n: 1 } } };
 
-    const inFlight = postOperation(first.api, { key: id, body }).catch((error: unknown) => error);
+    const inFlight = postOperation(first.api, { token: first.tokens.agent, key: id, body }).catch(
+      (error: unknown) => error,
+    );
     await target.waitForHit(path);
     await first.kill();
     expect(groupAlive(first.pgid)).toBe(false);
@@ -58,15 +60,16 @@ describe('crash and restart on the same data folder', () => {
 
     const second = await startLocalStack({ dataDir, env: ENV });
     stacks.push(second);
-    const found = await getOperation(second.api, id);
+    const found = await getOperation(second.api, id, second.tokens.agent);
     expect(found.status).toBe(200);
     expect(found.json).toMatchObject({ operation_id: id, attempt: 1 });
     expect(['pending', 'uncertain', 'needs_reconciliation']).toContain(found.json?.state);
 
     // A caller retrying with the same key is told where the operation stands; nothing runs.
-    const retry = await postOperation(second.api, { key: id, body });
+    const retry = await postOperation(second.api, { token: second.tokens.agent, key: id, body });
     expect([409, 202]).toContain(retry.status);
     const conflict = await postOperation(second.api, {
+      token: second.tokens.agent,
       key: id,
       body: { ...body, arguments: { ...body.arguments, json: { n: 2 } } },
     });
@@ -74,6 +77,7 @@ describe('crash and restart on the same data folder', () => {
 
     const settled = await waitForOperation(second.api, id, (op) => op.state === 'needs_reconciliation', {
       timeoutMs: 25_000,
+      token: second.tokens.agent,
     });
     expect(settled).toMatchObject({ attempt: 1, replayed: false });
     expect(transitions(second, id)).toEqual(
@@ -81,7 +85,7 @@ describe('crash and restart on the same data folder', () => {
     );
     expect(target.count(path)).toBe(1);
 
-    const after = await postOperation(second.api, { key: id, body });
+    const after = await postOperation(second.api, { token: second.tokens.agent, key: id, body });
     expect(after.status).toBe(202);
     expect(after.json?.state).toBe('needs_reconciliation');
     expect(target.count(path)).toBe(1);
@@ -91,6 +95,7 @@ describe('crash and restart on the same data folder', () => {
     const running = stacks.at(-1) ?? (await startLocalStack({ dataDir, env: ENV }));
     const id = `durable-${Date.now()}`;
     const created = await postOperation(running.api, {
+      token: running.tokens.agent,
       key: id,
       body: { tool: 'workspace.write_file', arguments: { path: `${id}.txt`, content: 'kept' } },
     });
@@ -103,6 +108,7 @@ describe('crash and restart on the same data folder', () => {
     const again = await startLocalStack({ dataDir, env: ENV });
     stacks.push(again);
     const replay = await postOperation(again.api, {
+      token: again.tokens.agent,
       key: id,
       body: { tool: 'workspace.write_file', arguments: { path: `${id}.txt`, content: 'kept' } },
     });

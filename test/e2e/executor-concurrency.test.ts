@@ -33,6 +33,7 @@ afterAll(async () => {
 
 function queued(id: string, path: string) {
   return postOperation(stack.api, {
+    token: stack.tokens.agent,
     key: id,
     body: { tool: 'webhook.post', arguments: { url: `${target.origin}${path}`, json: {} } },
     headers: { prefer: 'respond-async' },
@@ -48,12 +49,17 @@ describe('local mode with two executors', () => {
     await target.waitForHit(`/hold/${slow}`);
 
     expect((await queued(fast, `/ok/${fast}`)).status).toBe(202);
-    const done = await waitForOperation(stack.api, fast, (op) => op.state === 'succeeded');
+    const done = await waitForOperation(stack.api, fast, (op) => op.state === 'succeeded', {
+      token: stack.tokens.agent,
+    });
     expect(done).toMatchObject({ attempt: 1, replayed: false });
-    expect((await getOperation(stack.api, slow)).json).toMatchObject({ state: 'pending', attempt: 1 });
+    expect((await getOperation(stack.api, slow, stack.tokens.agent)).json).toMatchObject({
+      state: 'pending',
+      attempt: 1,
+    });
 
     target.release(slow);
-    await waitForOperation(stack.api, slow, (op) => op.state === 'succeeded');
+    await waitForOperation(stack.api, slow, (op) => op.state === 'succeeded', { token: stack.tokens.agent });
     expect(target.count(`/hold/${slow}`)).toBe(1);
     expect(target.count(`/ok/${fast}`)).toBe(1);
   });

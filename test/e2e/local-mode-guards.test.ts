@@ -84,7 +84,9 @@ describe('one process per data folder', () => {
     expect(Number.isSafeInteger(pid), second.stderr).toBe(true);
     expect(processGroup(pid)).toBe(first.pgid);
     // The first one was not disturbed.
-    const tools = await fetch(`${first.api}/v1/tools`, { headers: { authorization: 'Bearer dev-token' } });
+    const tools = await fetch(`${first.api}/v1/tools`, {
+      headers: { authorization: `Bearer ${first.tokens.agent}` },
+    });
     expect(tools.status).toBe(200);
     await first.kill();
   }, 120_000);
@@ -94,10 +96,10 @@ describe('one process per data folder', () => {
     const first = await start(dataDir);
     const id = `kept-${Date.now()}`;
     const body = { tool: 'workspace.write_file', arguments: { path: `${id}.txt`, content: 'x' } };
-    expect((await postOperation(first.api, { key: id, body })).status).toBe(201);
+    expect((await postOperation(first.api, { token: first.tokens.agent, key: id, body })).status).toBe(201);
     await first.kill();
     const second = await start(dataDir);
-    const replay = await postOperation(second.api, { key: id, body });
+    const replay = await postOperation(second.api, { token: second.tokens.agent, key: id, body });
     expect(replay.status).toBe(201);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     await second.kill();
@@ -119,6 +121,7 @@ describe('fail closed when the data folder goes away', () => {
     const stack = await start(dataDir);
     const before = `before-${Date.now()}`;
     const created = await postOperation(stack.api, {
+      token: stack.tokens.agent,
       key: before,
       body: { tool: 'webhook.post', arguments: { url: `${target.origin}/ok/${before}`, json: {} } },
     });
@@ -127,21 +130,23 @@ describe('fail closed when the data folder goes away', () => {
     await rm(dataDir, { recursive: true, force: true });
     const after = `after-${Date.now()}`;
     const body = { tool: 'webhook.post', arguments: { url: `${target.origin}/ok/${after}`, json: {} } };
-    const refused = await postOperation(stack.api, { key: after, body });
+    const refused = await postOperation(stack.api, { token: stack.tokens.agent, key: after, body });
     expect(refused.status).toBe(503);
     expect(refused.json?.code).toBe('ledger_unavailable');
-    const read = await getOperation(stack.api, before);
+    const read = await getOperation(stack.api, before, stack.tokens.agent);
     expect(read.status).toBe(503);
     // A folder created in the deleted one's place is not served either: only a fresh start opens it.
     await mkdir(dataDir, { recursive: true });
-    expect((await postOperation(stack.api, { key: after, body })).status).toBe(503);
+    expect((await postOperation(stack.api, { token: stack.tokens.agent, key: after, body })).status).toBe(
+      503,
+    );
     expect(target.count(`/ok/${after}`)).toBe(0);
 
     await stack.kill();
     const restarted = await start(dataDir);
-    const ran = await postOperation(restarted.api, { key: after, body });
+    const ran = await postOperation(restarted.api, { token: restarted.tokens.agent, key: after, body });
     expect(ran.status).toBe(201);
-    const again = await postOperation(restarted.api, { key: after, body });
+    const again = await postOperation(restarted.api, { token: restarted.tokens.agent, key: after, body });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(target.count(`/ok/${after}`)).toBe(1);
     await restarted.kill();
@@ -156,14 +161,14 @@ describe('fail closed while the data folder is not writable', () => {
     const body = { tool: 'webhook.post', arguments: { url: `${target.origin}/ok/${id}`, json: {} } };
     await chmod(dataDir, 0o555);
     try {
-      const refused = await postOperation(stack.api, { key: id, body });
+      const refused = await postOperation(stack.api, { token: stack.tokens.agent, key: id, body });
       expect(refused.status).toBe(503);
       expect(refused.json?.code).toBe('ledger_unavailable');
       expect(target.count(`/ok/${id}`)).toBe(0);
     } finally {
       await chmod(dataDir, 0o755);
     }
-    const ran = await postOperation(stack.api, { key: id, body });
+    const ran = await postOperation(stack.api, { token: stack.tokens.agent, key: id, body });
     expect(ran.status).toBe(201);
     expect(target.count(`/ok/${id}`)).toBe(1);
     await stack.kill();
@@ -180,7 +185,11 @@ describe("the stack's own endpoints are reserved beside the user's", () => {
       });
       stacks.push(stack);
       const call = (id: string, url: string) =>
-        postOperation(stack.api, { key: id, body: { tool: 'webhook.post', arguments: { url, json: {} } } });
+        postOperation(stack.api, {
+          token: stack.tokens.agent,
+          key: id,
+          body: { tool: 'webhook.post', arguments: { url, json: {} } },
+        });
       for (const [id, url] of [
         [`user-reserved-${Date.now()}`, `${sidecar.origin}/ok/x`],
         [`own-api-${Date.now()}`, `${stack.api}/v1/tools`],

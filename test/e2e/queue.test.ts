@@ -95,7 +95,9 @@ describe('local mode over SQS', () => {
 
     target.release(id);
     await waitForEmptyQueue();
-    const record = await waitForOperation(stack.api, id, (op) => op.state === 'succeeded');
+    const record = await waitForOperation(stack.api, id, (op) => op.state === 'succeeded', {
+      token: stack.tokens.agent,
+    });
     expect(record).toMatchObject({ attempt: 1, state: 'succeeded' });
     expect(target.count(path)).toBe(1);
     const line = stack
@@ -112,17 +114,19 @@ describe('local mode over SQS', () => {
       body: { tool: 'webhook.post', arguments: { url: `${target.origin}${path}`, json: {} } },
       headers: { prefer: 'respond-async' },
     };
-    const accepted = await postOperation(stack.api, call);
+    const accepted = await postOperation(stack.api, { ...call, token: stack.tokens.agent });
     expect(accepted.status).toBe(202);
     expect(accepted.headers.get('location')).toBe(`/v1/operations/${id}`);
     expect(accepted.headers.get('retry-after')).not.toBeNull();
     expect(accepted.json).toMatchObject({ state: 'queued', attempt: 0 });
 
-    const done = await waitForOperation(stack.api, id, (op) => op.state === 'succeeded');
+    const done = await waitForOperation(stack.api, id, (op) => op.state === 'succeeded', {
+      token: stack.tokens.agent,
+    });
     expect(done).toMatchObject({ attempt: 1, replayed: false });
     expect(target.count(path)).toBe(1);
 
-    const replay = await postOperation(stack.api, call);
+    const replay = await postOperation(stack.api, { ...call, token: stack.tokens.agent });
     expect(replay.status).toBe(201);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(target.count(path)).toBe(1);
@@ -148,6 +152,6 @@ describe('local mode over SQS', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(target.count(path)).toBe(0);
-    expect((await getOperation(stack.api, id)).status).toBe(404);
+    expect((await getOperation(stack.api, id, stack.tokens.agent)).status).toBe(404);
   });
 });

@@ -14,7 +14,7 @@ async function post(stack: LocalStackProcess, key: string, body: unknown) {
   const response = await fetch(`${stack.api}/v1/operations`, {
     method: 'POST',
     headers: {
-      authorization: 'Bearer dev-token',
+      authorization: `Bearer ${stack.tokens.agent}`,
       'idempotency-key': key,
       'content-type': 'application/json',
     },
@@ -55,7 +55,9 @@ describe("local mode runs a deployment's own tools module (TOOL_LEDGER_TOOLS_MOD
   });
 
   it('lists the team tool instead of the shipped ones', async () => {
-    const response = await fetch(`${stack.api}/v1/tools`, { headers: { authorization: 'Bearer dev-token' } });
+    const response = await fetch(`${stack.api}/v1/tools`, {
+      headers: { authorization: `Bearer ${stack.tokens.agent}` },
+    });
     const { tools } = (await response.json()) as { tools: { name: string }[] };
     expect(tools.map((t) => t.name)).toEqual(['team.note']);
   });
@@ -188,5 +190,23 @@ describe('a tools module whose factory cannot build the tools stops local mode a
     expect(notTool.stderr).toContain(
       'item 1 (team.half) is not a tool: no execute function (build it with defineTool)',
     );
+  });
+
+  it('a read tool that requires approval (reads run at once, so the approval would never be waited for)', async () => {
+    const { module, code, stderr } = await startWith(
+      'approved-read',
+      [
+        "const tool = { name: 'team.export', description: 'exports', effect: 'read', requiresApproval: true,",
+        '  schema: { safeParse: (v) => ({ success: true, data: v }) },',
+        '  execute: async () => ({}) };',
+        'export default () => [tool];',
+        '',
+      ].join('\n'),
+    );
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `TOOL_LEDGER_TOOLS_MODULE: ${module}: tool "team.export" is a read tool that requires approval`,
+    );
+    expect(stderr).not.toContain('tool-ledger ready');
   });
 });

@@ -149,6 +149,47 @@ describe('the reconciler and operations their caller executes', () => {
     expect(ledger.queue.messages).toHaveLength(0);
   });
 
+  it('attempts used up after an attempt that may have applied: an operator decides, never a terminal failure', async () => {
+    const ledger = await ledgerFor();
+    await claim(ledger, 'c-maybe', { downstreamIdempotent: true, maxAttempts: 1 });
+    ledger.advance(11_000);
+    await reconcilePass(ledger.deps, ledger.req());
+    expect(await get(ledger, 'c-maybe')).toMatchObject({ state: 'failed_retryable', maybe_applied: true });
+    // The caller's next request meets no attempt left: 202, in front of an operator.
+    const out = await submitCallerOperation(ledger.deps, ledger.req(), {
+      tenant: 'acme',
+      principal: 'agent-1',
+      operationId: 'c-maybe',
+      tool: TOOL,
+      arguments: ARGS,
+      options: {},
+    });
+    expect(out).toMatchObject({ kind: 'accepted', record: { state: 'needs_reconciliation' } });
+    const record = await get(ledger, 'c-maybe');
+    expect(record).toMatchObject({
+      state: 'needs_reconciliation',
+      outcome_code: 'attempts_exhausted_maybe_applied',
+      error: { code: 'attempts_exhausted' },
+    });
+    expect(record?.expires_at).toBeUndefined();
+    expect(record?.attention_at).toBeUndefined();
+    expect(checkTrace(ledger.logs).rejected).toEqual([]);
+  });
+
+  it('the reconciler applies the same rule when it meets the used-up record first', async () => {
+    const ledger = await ledgerFor();
+    await claim(ledger, 'c-maybe-2', { downstreamIdempotent: true, maxAttempts: 1 });
+    ledger.advance(11_000);
+    await reconcilePass(ledger.deps, ledger.req());
+    const pass = await reconcilePass(ledger.deps, ledger.req());
+    expect(pass.actions).toMatchObject({ needs_reconciliation: 1 });
+    expect(await get(ledger, 'c-maybe-2')).toMatchObject({
+      state: 'needs_reconciliation',
+      outcome_code: 'attempts_exhausted_maybe_applied',
+    });
+    expect(ledger.metrics.total('NeedsReconciliation')).toBe(1);
+  });
+
   it('an approved operation waits for its caller: never enqueued, never due', async () => {
     const ledger = await ledgerFor();
     const out = await submitCallerOperation(ledger.deps, ledger.req(), {

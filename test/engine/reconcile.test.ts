@@ -184,7 +184,14 @@ describe('reconciler', () => {
       call,
       { tenant: 'acme', principal: 'agent-1' },
       'pending',
-      newLease(ledger.deps, req, tool.tool),
+      {
+        execution: 'ledger',
+        effect: 'write',
+        requires_approval: false,
+        downstream_idempotent: false,
+        timeout_ms: 10_000,
+      },
+      newLease(ledger.deps, req, 10_000),
     );
     // …the worker dies here.
     await drive(ledger);

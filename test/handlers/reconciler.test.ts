@@ -77,6 +77,7 @@ describe('reconciler handler', () => {
     expect(Object.keys(line?.[1] as object).sort()).toEqual([
       'actions',
       'complete',
+      'deferred',
       'duration_ms',
       'pages',
       'read',

@@ -135,14 +135,13 @@ describe('IamAuthenticator', () => {
 });
 
 describe('authenticatorFromEnv', () => {
-  it('defaults to IAM on AWS and to the dev tokens in local mode', () => {
+  it('defaults to IAM on AWS and to tokens in local mode, with no default token anywhere', () => {
     expect(authenticatorFromEnv({})).toBeInstanceOf(IamAuthenticator);
-    const local = authenticatorFromEnv({ TOOL_LEDGER_LOCAL: 'true' });
+    // The well-known token of earlier versions is gone: local mode is given its tokens, or starts none.
+    expect(() => authenticatorFromEnv({ TOOL_LEDGER_LOCAL: 'true' })).toThrow(/TOOL_LEDGER_TOKENS/);
+    const local = authenticatorFromEnv({ TOOL_LEDGER_LOCAL: 'true', TOOL_LEDGER_TOKENS: 'tl_a=local:agent' });
     expect(local).toBeInstanceOf(BearerTokenAuthenticator);
-    expect(local.authenticate(toEvent({ path: '/', token: 'dev-token' })).tenant).toBe('local');
-    expect([...local.authenticate(toEvent({ path: '/', token: 'dev-approver' })).roles]).toEqual([
-      'approver',
-    ]);
+    expect(() => local.authenticate(toEvent({ path: '/', token: 'dev-token' }))).toThrow();
   });
 
   it('uses TOOL_LEDGER_TOKENS when tokens are chosen, and never falls back to dev tokens outside local mode', () => {

@@ -126,6 +126,26 @@ describe('claiming an operation the caller executes', () => {
     expect(done.body.state).toBe('succeeded');
   });
 
+  it('of many claim requests at once, exactly one gets a claim; the others are 409 and hold no token', async () => {
+    const answers = await Promise.all(Array.from({ length: 12 }, () => api.call(claimRequest('op-race'))));
+    const won = answers.filter((a) => a.status === 200);
+    expect(won).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 409)).toHaveLength(11);
+    const token = claimOf(won[0]!).token;
+    const record = await api.ledger.store.get({ pk: 'acme#op-race', sk: 'op' });
+    expect(record).toMatchObject({ attempt: 1, lease_owner: claimOwner(token) });
+  });
+
+  it('a claim_id also recovers the claim of a later attempt', async () => {
+    const first = claimOf(await api.call(claimRequest('op-lost-2')));
+    await api.call(postTo('op-lost-2', 'outcome', { token: first.token, outcome: 'failed_retryable' }));
+    const second = claimOf(await api.call(claimRequest('op-lost-2', { claim_id: CLAIM_ID })));
+    expect(second.attempt).toBe(2);
+    const again = await api.call(claimRequest('op-lost-2', { claim_id: CLAIM_ID }));
+    expect(claimOf(again)).toEqual(second);
+    expect((await api.call(claimRequest('op-lost-2', { claim_id: `${CLAIM_ID}x` }))).status).toBe(409);
+  });
+
   it('a claim_id whose claim has expired gets no claim back: 202 with the record as it stands', async () => {
     claimOf(await api.call(claimRequest('op-late', { claim_id: CLAIM_ID, lease_seconds: 5 })));
     api.ledger.advance(6_000);

@@ -1,7 +1,8 @@
+import type { Context } from 'aws-lambda';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useDynalite } from '../support/dynalite';
 import { ScriptedTool } from '../support/harness';
-import { type TestApi, testApi } from './support';
+import { parse, type TestApi, testApi, toEvent } from './support';
 
 /**
  * `POST /v1/reconciliations`: one reconciler pass over the caller's tenant on an operator's request
@@ -65,6 +66,7 @@ describe('POST /v1/reconciliations', () => {
     expect(Object.keys(res.body).sort()).toEqual([
       'actions',
       'complete',
+      'deferred',
       'pages',
       'read',
       'shards',
@@ -155,5 +157,61 @@ describe('POST /v1/reconciliations', () => {
     const res = await api.call({ path: '/v1/reconciliations', token: 'operator-a' });
     expect(res.status).toBe(405);
     expect(res.headers.Allow).toBe('POST');
+  });
+});
+
+describe('POST /v1/reconciliations with a slow check', () => {
+  it('never blocks on it: what does not fit the API’s time is left for the schedule, the rest is decided', async () => {
+    let remaining = 29_000;
+    const slow = new ScriptedTool('test.slow', {
+      timeoutMs: 15_000,
+      reconcile: async () => {
+        remaining -= 15_000; // what the call costs the request
+        return { status: 'applied', result: null };
+      },
+    });
+    const slowApi = await testApi(db.client, [tool.tool, slow.tool]);
+    for (let i = 0; i < 4; i++) {
+      tool.next({ kind: 'uncertain', code: 'reset_after_send' });
+      await slowApi.call({
+        method: 'POST',
+        path: '/v1/operations',
+        key: `fast-${i}`,
+        body: { tool: 'test.effect', arguments: { target: `f${i}` } },
+      });
+    }
+    // Created last, so the newest first: the operator's listing order puts them ahead of the fast ones.
+    for (let i = 0; i < 3; i++) {
+      slow.next({ kind: 'uncertain', code: 'reset_after_send' });
+      await slowApi.call({
+        method: 'POST',
+        path: '/v1/operations',
+        key: `slow-${i}`,
+        body: { tool: 'test.slow', arguments: { target: `s${i}` } },
+      });
+    }
+    slowApi.ledger.advance(60_000);
+    const context = {
+      awsRequestId: 'r-slow',
+      getRemainingTimeInMillis: () => remaining,
+    } as unknown as Context;
+    const res = parse(
+      await slowApi.handler(
+        toEvent({ method: 'POST', path: '/v1/reconciliations', token: 'operator-a' }),
+        context,
+      ),
+    );
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      complete: false,
+      deferred: 2,
+      actions: { reconciled_applied: 5, left_for_schedule: 2 },
+    });
+    for (let i = 0; i < 4; i++) {
+      expect((await slowApi.call({ path: `/v1/operations/fast-${i}`, token: 'operator-a' })).body.state).toBe(
+        'succeeded',
+      );
+    }
   });
 });

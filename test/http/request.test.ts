@@ -95,15 +95,19 @@ describe('operationIdParam', () => {
 });
 
 describe('problem mapping', () => {
-  it('maps every code of SPEC §5 to its status', () => {
+  it('maps every code of SPEC §5 and §14 to its status', () => {
     const table: Record<string, number> = {
       idempotency_key_missing: 400,
       idempotency_key_invalid: 400,
       validation_failed: 400,
       tool_unknown: 400,
+      tool_executed_by_ledger: 400,
       unauthenticated: 401,
       forbidden: 403,
       self_approval: 403,
+      caller_tool_not_allowed: 403,
+      host_not_allowed: 403,
+      origin_not_allowed: 403,
       not_found: 404,
       method_not_allowed: 405,
       operation_in_progress: 409,
@@ -112,6 +116,8 @@ describe('problem mapping', () => {
       payload_too_large: 413,
       unsupported_media_type: 415,
       idempotency_key_reused: 422,
+      // Not in the contract's table: a tenant over its requests per second (the deployment's limit).
+      throttled: 429,
       internal_error: 500,
       ledger_unavailable: 503,
     };

@@ -11,6 +11,12 @@ import teamTools from '../fixtures/team-tools';
 /** What local mode prints at start: the ready line scripts wait for, then a greeting people can paste. */
 
 const API = 'http://127.0.0.1:3000';
+/** Tokens as local mode makes them for a data folder (functions/local/local-tokens.ts). */
+const MADE = {
+  spec: 'tl_agentAAAA=local:agent+operator,tl_approverBBBB=local:approver',
+  file: '/home/me/project/.data/tokens',
+};
+const made = () => loadLocalSettings({ TOOL_LEDGER_DATA_DIR: '/home/me/project/.data' }, false, MADE);
 const ENV = { workspaceRoot: '/tmp/ws', webhookAllow: ['http://127.0.0.1'], local: true };
 
 function stack(tools: ToolRegistry): BannerStack {
@@ -26,12 +32,16 @@ function stack(tools: ToolRegistry): BannerStack {
   };
 }
 
-/** The greeting's curl example, run by bash with `curl` replaced by a function that prints its arguments. */
+/**
+ * The greeting's curl example with the line before it (`export TOKEN=…`), run by bash with `curl`
+ * replaced by a function that prints its arguments.
+ */
 function curlArguments(text: string, env: Record<string, string> = {}): string[] {
   const lines = text.split('\n');
-  const start = lines.findIndex((l) => l.trimStart().startsWith(`curl -i ${API}/v1/operations`));
-  expect(start).toBeGreaterThanOrEqual(0);
-  let end = start;
+  const curl = lines.findIndex((l) => l.trimStart().startsWith(`curl -i ${API}/v1/operations`));
+  expect(curl).toBeGreaterThanOrEqual(1);
+  const start = curl - 1;
+  let end = curl;
   while (lines[end]?.endsWith('\\')) end += 1;
   const command = lines.slice(start, end + 1).join('\n');
   const script = `curl() { printf '%s\\0' "$@"; }\n${command}\n`;
@@ -65,17 +75,32 @@ describe('the start banner', () => {
     );
   });
 
-  it('with the shipped tools and dev tokens: a write_file call a shell runs as printed, and the console', () => {
-    const text = greeting(stack(new ToolRegistry(builtinTools(ENV))), loadLocalSettings({}, false));
+  it('with the tokens made for the data folder: both printed, and a write_file call a shell runs as printed', () => {
+    const text = greeting(stack(new ToolRegistry(builtinTools(ENV))), made(), '/home/me/project');
+    expect(text).toContain('kept in /home/me/project/.data/tokens, readable only by you');
+    expect(text).toMatch(/tl_agentAAAA\s+tenant=local roles=agent\+operator/);
+    expect(text).toMatch(/tl_approverBBBB\s+tenant=local roles=approver/);
     const args = curlArguments(text);
-    expect(header(args, 'Authorization')).toBe('Authorization: Bearer dev-token');
+    expect(header(args, 'Authorization')).toBe('Authorization: Bearer tl_agentAAAA');
     expect(header(args, 'Idempotency-Key')).toBe('Idempotency-Key: hello-1');
     expect(body(args)).toEqual({
       tool: 'workspace.write_file',
       arguments: { path: 'hello', content: 'hello' },
     });
-    expect(text).toContain(`npx tool-ledger console --endpoint ${API} --token dev-token`);
-    expect(text).toContain(`curl -s ${API}/v1/tools -H "Authorization: Bearer dev-token"`);
+    // The CLI takes the data folder's token by itself: no token on its command line.
+    expect(text).toContain(
+      `Console (the reconciliation queue in a browser): npx tool-ledger console --endpoint ${API}\n`,
+    );
+    expect(text).toContain(`curl -s ${API}/v1/tools -H "Authorization: Bearer $TOKEN"`);
+  });
+
+  it('names the data folder for the CLI when it is not .data of the working folder', () => {
+    const settings = loadLocalSettings({ TOOL_LEDGER_DATA_DIR: '/srv/ledger' }, false, {
+      ...MADE,
+      file: '/srv/ledger/tokens',
+    });
+    const text = greeting(stack(new ToolRegistry(builtinTools(ENV))), settings, '/home/me/project');
+    expect(text).toContain(`TOOL_LEDGER_DATA_DIR=/srv/ledger npx tool-ledger console --endpoint ${API}`);
   });
 
   it("with the user's own tokens: none is printed, and $TOKEN sits in double quotes so the shell expands it", () => {
@@ -86,12 +111,13 @@ describe('the start banner', () => {
     expect(header(curlArguments(text, { TOKEN: 'from-the-shell' }), 'Authorization')).toBe(
       'Authorization: Bearer from-the-shell',
     );
-    expect(text).toContain(`npx tool-ledger console --endpoint ${API} --token $TOKEN`);
+    expect(text).toContain(`TOOL_LEDGER_TOKEN="$TOKEN" npx tool-ledger console --endpoint ${API}`);
+    expect(text).not.toContain('--token');
   });
 
   it("with a team's tools module: the example names the team's write tool with arguments its schema accepts", () => {
     const registry = new ToolRegistry(teamTools(ENV));
-    const args = curlArguments(greeting(stack(registry), loadLocalSettings({}, false)));
+    const args = curlArguments(greeting(stack(registry), made()));
     const call = body(args) as { tool: string; arguments: unknown };
     expect(call.tool).toBe('team.note');
     expect(registry.get('team.note').schema.safeParse(call.arguments).success).toBe(true);
@@ -120,7 +146,7 @@ describe('the start banner', () => {
         }),
       ),
     ]);
-    const args = curlArguments(greeting(stack(registry), loadLocalSettings({}, false)));
+    const args = curlArguments(greeting(stack(registry), made()));
     // An enum value with a single quote survives the shell's single quotes.
     expect(body(args)).toEqual({ tool: 'team.tag', arguments: { kind: "it's", count: 2, on: true } });
   });
@@ -135,9 +161,10 @@ describe('the start banner', () => {
         execute: async () => ({}),
       }),
     ]);
-    const text = greeting(stack(registry), loadLocalSettings({}, false));
+    const text = greeting(stack(registry), made(), '/home/me/project');
     expect(text).not.toContain('/v1/operations \\');
-    expect(text).toContain(`  curl -s ${API}/v1/tools -H "Authorization: Bearer dev-token"`);
-    expect(text).toContain(`npx tool-ledger console --endpoint ${API} --token dev-token`);
+    expect(text).toContain('  export TOKEN=tl_agentAAAA\n');
+    expect(text).toContain(`  curl -s ${API}/v1/tools -H "Authorization: Bearer $TOKEN"`);
+    expect(text).toContain(`npx tool-ledger console --endpoint ${API}`);
   });
 });

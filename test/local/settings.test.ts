@@ -4,9 +4,12 @@ import { resolveConcurrency } from '../../lib/concurrency';
 
 /** Local mode's settings: a value that cannot be used is refused at start, naming the entry. */
 
+/** The tokens local mode makes for a data folder when TOOL_LEDGER_TOKENS is not set. */
+const MADE = { spec: 'tl_agent=local:agent+operator,tl_approver=local:approver', file: '/data/tokens' };
+
 function refusal(env: NodeJS.ProcessEnv): string {
   try {
-    loadLocalSettings(env, false);
+    loadLocalSettings(env, false, MADE);
   } catch (error) {
     expect(error).toBeInstanceOf(LocalSettingsError);
     return (error as Error).message;
@@ -36,8 +39,25 @@ describe('local settings', () => {
     expect(refusal({ TOOL_LEDGER_TOKENS: 'a=Acme:agent,b=beta:agent,c=acme:operator' })).toBe(
       'TOOL_LEDGER_TOKENS entry 3 (<token>=acme:operator): tenant "acme" differs from tenant "Acme" only by case (their workspace folders would be one on a case-insensitive file system); name them apart',
     );
-    const same = loadLocalSettings({ TOOL_LEDGER_TOKENS: 'a=Acme:agent,b=Acme:approver' }, false);
+    const same = loadLocalSettings({ TOOL_LEDGER_TOKENS: 'a=Acme:agent,b=Acme:approver' }, false, MADE);
     expect(same.tenants).toEqual(['Acme']);
+  });
+
+  it('refuses a webhook origin that names an MCP upstream, naming the entry; a port-less loopback entry is narrowed instead', () => {
+    const upstreams = 'files=http://127.0.0.1:8931/mcp;trusted';
+    expect(
+      refusal({
+        TOOL_LEDGER_MCP_UPSTREAMS: upstreams,
+        TOOL_LEDGER_WEBHOOK_ALLOW: 'http://127.0.0.1,http://localhost:8931',
+      }),
+    ).toBe(
+      'TOOL_LEDGER_WEBHOOK_ALLOW entry 2 (http://localhost:8931) reaches TOOL_LEDGER_MCP_UPSTREAMS entry "files": ' +
+        "tools must never reach the gateway's own upstream MCP servers (webhook.post would call their tools without the ledger); remove the entry",
+    );
+    // The default list allows any loopback port: the upstream's port is reserved out of it at run time.
+    expect(loadLocalSettings({ TOOL_LEDGER_MCP_UPSTREAMS: upstreams }, false, MADE).webhookAllow).toBe(
+      'http://127.0.0.1,http://localhost',
+    );
   });
 
   it('names a bad number with its value', () => {
@@ -64,7 +84,7 @@ describe('local settings', () => {
       'TOOL_LEDGER_WEBHOOK_IDEMPOTENT entry 1 (https://user@hooks.example)',
     );
     const list = 'https://hooks.example, http://127.0.0.1:8080,';
-    expect(loadLocalSettings({ TOOL_LEDGER_WEBHOOK_ALLOW: list }, false).webhookAllow).toBe(list);
+    expect(loadLocalSettings({ TOOL_LEDGER_WEBHOOK_ALLOW: list }, false, MADE).webhookAllow).toBe(list);
   });
 
   it('names a malformed caller-tools entry, and an entry for a tenant no token names', () => {
@@ -79,9 +99,9 @@ describe('local settings', () => {
   });
 
   it('reads the log format, pretty on a terminal and json otherwise by default', () => {
-    expect(loadLocalSettings({}, true).logFormat).toBe('pretty');
-    expect(loadLocalSettings({}, false).logFormat).toBe('json');
-    expect(loadLocalSettings({ TOOL_LEDGER_LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
+    expect(loadLocalSettings({}, true, MADE).logFormat).toBe('pretty');
+    expect(loadLocalSettings({}, false, MADE).logFormat).toBe('json');
+    expect(loadLocalSettings({ TOOL_LEDGER_LOG_FORMAT: 'json' }, true, MADE).logFormat).toBe('json');
     expect(refusal({ TOOL_LEDGER_LOG_FORMAT: 'JSON' })).toBe(
       'TOOL_LEDGER_LOG_FORMAT=JSON: must be json or pretty',
     );
@@ -89,9 +109,11 @@ describe('local settings', () => {
 
   it('runs as many executor loops as the construct reserves for the executor, unless told otherwise', () => {
     const construct = resolveConcurrency({}, []);
-    expect(loadLocalSettings({}, false).executorConcurrency).toBe(construct.reserved.executor);
+    expect(loadLocalSettings({}, false, MADE).executorConcurrency).toBe(construct.reserved.executor);
     expect(construct.reserved.executor).toBe(10);
-    expect(loadLocalSettings({ TOOL_LEDGER_EXECUTOR_CONCURRENCY: '1' }, false).executorConcurrency).toBe(1);
+    expect(
+      loadLocalSettings({ TOOL_LEDGER_EXECUTOR_CONCURRENCY: '1' }, false, MADE).executorConcurrency,
+    ).toBe(1);
     expect(refusal({ TOOL_LEDGER_EXECUTOR_CONCURRENCY: '0' })).toBe(
       'TOOL_LEDGER_EXECUTOR_CONCURRENCY=0: must be from 1 to 100',
     );
@@ -100,9 +122,24 @@ describe('local settings', () => {
     );
   });
 
-  it('accepts the defaults', () => {
-    const settings = loadLocalSettings({}, false);
+  it('accepts the defaults: the tokens made for the data folder, which the banner may print', () => {
+    const settings = loadLocalSettings({}, false, MADE);
     expect(settings.tenants).toEqual(['local']);
     expect(settings.tokens.map((t) => t.roles)).toEqual([['agent', 'operator'], ['approver']]);
+    expect(settings.tokensFile).toBe('/data/tokens');
+    // Tokens someone set are theirs: never printed, whatever the data folder holds.
+    expect(loadLocalSettings({ TOOL_LEDGER_TOKENS: 'x=acme:agent' }, false, MADE).tokensFile).toBeUndefined();
+  });
+
+  it('has no default token: without TOOL_LEDGER_TOKENS and the data folder’s own, the start is refused', () => {
+    expect(() => loadLocalSettings({}, false)).toThrow('TOOL_LEDGER_TOKENS is not set');
+  });
+
+  it('names a broken tokens file and how to start over, never its text', () => {
+    const refusal = () => loadLocalSettings({}, false, { spec: 's3cret=local:agnt', file: '/data/tokens' });
+    expect(refusal).toThrow(
+      /^the tokens file \/data\/tokens is not valid \(entry 1 .*\); delete it to make new tokens$/,
+    );
+    expect(refusal).not.toThrow(/s3cret/);
   });
 });

@@ -65,6 +65,26 @@ describe('MCP in the CDK construct', () => {
     }
   });
 
+  it('refuses a webhookAllow entry that reaches an upstream, naming both props', () => {
+    const upstream = { name: 'files', url: 'https://files.example.com/mcp' };
+    expect(
+      problemsOf({
+        webhookAllow: ['https://hooks.example.com', 'https://files.example.com'],
+        mcpUpstreams: [upstream],
+      }),
+    ).toEqual([
+      'webhookAllow entry 2 (https://files.example.com) reaches mcpUpstreams "files": tools must never reach the ' +
+        "gateway's own upstream MCP servers (webhook.post would call their tools without the ledger); remove the entry.",
+    ]);
+    expect(problemsOf({ webhookAllow: ['files.example.com:443'], mcpUpstreams: [upstream] })[0]).toMatch(
+      /^webhookAllow entry 1 \(files\.example\.com:443\) reaches mcpUpstreams "files"/,
+    );
+    // Another port of the same host is another endpoint.
+    expect(
+      problemsOf({ webhookAllow: ['https://files.example.com:8443'], mcpUpstreams: [upstream] }),
+    ).toEqual([]);
+  });
+
   it('refuses upstreams that are not https, badly named, or set through environment', () => {
     expect(problemsOf({ mcpUpstreams: [{ name: 'files', url: 'http://files.example.com/mcp' }] })).toEqual([
       'mcpUpstreams "files" must use an https:// URL.',

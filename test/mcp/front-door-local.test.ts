@@ -58,7 +58,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'tool-ledger-mcp-local-'));
   target = await startWebhookTarget();
   stack = await startLocalStack({ dataDir, env: { TOOL_LEDGER_RECONCILE_EVERY_MS: '300' } });
-  client = await mcpClient(`${stack.api}/mcp`, 'dev-token');
+  client = await mcpClient(`${stack.api}/mcp`, stack.tokens.agent);
   dynamo = new DynamoDBClient({
     endpoint: stack.dynamodb,
     region: 'us-east-1',
@@ -114,7 +114,7 @@ describe('the MCP front door of local mode', () => {
       stack.api,
       `/v1/operations/${encodeURIComponent(String(body(first).operation_id))}`,
       {
-        headers: { authorization: 'Bearer dev-token' },
+        headers: { authorization: `Bearer ${stack.tokens.agent}` },
       },
     );
     expect(read.json).toMatchObject({ state: 'succeeded', agent_run_id: position.agentRunId });
@@ -166,11 +166,11 @@ describe('the MCP front door of local mode', () => {
 
     const approved = await send(stack.api, `/v1/operations/${encodeURIComponent(op)}/approval`, {
       method: 'POST',
-      headers: { authorization: 'Bearer dev-approver', 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${stack.tokens.approver}`, 'content-type': 'application/json' },
       body: JSON.stringify({ decision: 'approve', arguments_digest: body(waiting).arguments_digest }),
     });
     expect(approved.status).toBe(200);
-    await waitForOperation(stack.api, op, (o) => o.state === 'succeeded');
+    await waitForOperation(stack.api, op, (o) => o.state === 'succeeded', { token: stack.tokens.agent });
     const done = await callWithId(client, 'workspace.delete_file', { path: file }, op);
     expect(body(done)).toMatchObject({ state: 'succeeded', replayed: true });
     expect(await inWorkspace(file)).toBe(false);
@@ -178,7 +178,7 @@ describe('the MCP front door of local mode', () => {
 
   it('a duplicate while the first call is in flight is told it is in progress, and runs nothing', async () => {
     const op = id('inflight');
-    const second = await mcpClient(`${stack.api}/mcp`, 'dev-token');
+    const second = await mcpClient(`${stack.api}/mcp`, stack.tokens.agent);
     try {
       const first = callWithId(client, 'webhook.post', hook('/hold/inflight'), op);
       await target.waitForHit('/hold/inflight');
@@ -204,7 +204,9 @@ describe('the MCP front door of local mode', () => {
     expect(['uncertain', 'needs_reconciliation']).toContain(body(retry).state);
     expect(retry._meta?.[META_REPLAYED]).toBe(false);
     // webhook.post has no reconcile: the reconciler hands it to an operator, never runs it again.
-    await waitForOperation(stack.api, op, (o) => o.state === 'needs_reconciliation');
+    await waitForOperation(stack.api, op, (o) => o.state === 'needs_reconciliation', {
+      token: stack.tokens.agent,
+    });
     const later = await callWithId(client, 'webhook.post', hook('/status/503/unsure'), op);
     expect(body(later)).toMatchObject({ state: 'needs_reconciliation' });
     expect(JSON.stringify(later.content)).toContain('an operator must decide');
@@ -227,7 +229,7 @@ describe('the MCP front door of local mode', () => {
     expect(waiting.isError).toBe(false);
     const rejected = await send(stack.api, `/v1/operations/${encodeURIComponent(op)}/approval`, {
       method: 'POST',
-      headers: { authorization: 'Bearer dev-approver', 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${stack.tokens.approver}`, 'content-type': 'application/json' },
       body: JSON.stringify({ decision: 'reject', arguments_digest: body(waiting).arguments_digest }),
     });
     expect(rejected.status).toBe(200);
@@ -240,7 +242,7 @@ describe('the MCP front door of local mode', () => {
     const response = await send(stack.api, '/mcp', {
       method: 'POST',
       headers: {
-        authorization: 'Bearer dev-token',
+        authorization: `Bearer ${stack.tokens.agent}`,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
       },

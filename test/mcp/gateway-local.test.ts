@@ -53,7 +53,7 @@ beforeAll(async () => {
       TOOL_LEDGER_RETRY_BASE_MS: '100',
     },
   });
-  client = await mcpClient(`${stack.api}/mcp`, 'dev-token');
+  client = await mcpClient(`${stack.api}/mcp`, stack.tokens.agent);
 });
 
 afterAll(async () => {
@@ -79,7 +79,7 @@ describe('the MCP gateway in front of an upstream server', () => {
   });
 
   it('one upstream effect per operation under client retries, with the downstream key passed upstream', async () => {
-    const lossy = await mcpClient(`${stack.api}/mcp`, 'dev-token', losingFirstCall());
+    const lossy = await mcpClient(`${stack.api}/mcp`, stack.tokens.agent, losingFirstCall());
     try {
       const ledger = new ToolLedgerMcpClient(lossy);
       const call = {
@@ -118,7 +118,9 @@ describe('the MCP gateway in front of an upstream server', () => {
     expect(JSON.stringify(first.content)).toContain('Do not retry with a new operation ID');
     const retry = await callWithId(client, 'up.hang', { label: 'lost' }, op);
     expect(['uncertain', 'needs_reconciliation']).toContain(body(retry).state);
-    await waitForOperation(stack.api, op, (o) => o.state === 'needs_reconciliation');
+    await waitForOperation(stack.api, op, (o) => o.state === 'needs_reconciliation', {
+      token: stack.tokens.agent,
+    });
     const later = await callWithId(client, 'up.hang', { label: 'lost' }, op);
     expect(body(later)).toMatchObject({ state: 'needs_reconciliation' });
     expect(upstream.calls('hang')).toBe(1);
@@ -155,7 +157,10 @@ describe('the MCP gateway in front of an upstream server', () => {
       state: 'succeeded',
     });
     // A write is an operation of the ledger (a read would not be found here).
-    expect((await getOperation(stack.api, op)).json).toMatchObject({ state: 'succeeded', tool: 'up.peek' });
+    expect((await getOperation(stack.api, op, stack.tokens.agent)).json).toMatchObject({
+      state: 'succeeded',
+      tool: 'up.peek',
+    });
     // The same tool from the trusted upstream is a read: it runs without an operation ID.
     const read = await callWithId(client, 'trusted.peek', { label: 'x' });
     expect(body(read)).toMatchObject({ state: 'succeeded' });

@@ -18,6 +18,7 @@ import { META_OPERATION_ID } from '../../functions/mcp/protocol';
  * | `peek` `{label}` | `readOnlyHint: true`; counts the call |
  * | `wipe` `{label}` | `destructiveHint: true`; counts the call |
  * | `upsert` `{label}` | `idempotentHint: true`; counts the call, never answers |
+ * | `shift` `{label}` | the annotations {@link UpstreamServer.setShiftHints} last set (a server that changes its hints between listings); counts the call |
  */
 export interface UpstreamServer {
   url: string;
@@ -27,11 +28,23 @@ export interface UpstreamServer {
   keys(tool: string): string[];
   /** Resolves at the `n`-th call to `tool`. */
   waitForCall(tool: string, n?: number): Promise<void>;
+  /** The annotations `shift` lists from now on. @default { destructiveHint: true } */
+  setShiftHints(hints: Record<string, boolean>): void;
   close(): Promise<void>;
 }
 
+/** Options of {@link startUpstreamServer}. */
+export interface UpstreamOptions {
+  /**
+   * Answer a POST whatever its `Accept` says, as hand-written MCP servers often do: the SDK's transport
+   * refuses a request that does not accept `text/event-stream` (406), so this server adds it first.
+   * @default false
+   */
+  lenientAccept?: boolean;
+}
+
 /** Starts the upstream on a free loopback port. */
-export async function startUpstreamServer(): Promise<UpstreamServer> {
+export async function startUpstreamServer(options: UpstreamOptions = {}): Promise<UpstreamServer> {
   const seen: { tool: string; key: string | undefined }[] = [];
   let waiters: { tool: string; n: number; resolve: () => void }[] = [];
   const hanging = new Set<ServerResponse>();
@@ -43,6 +56,7 @@ export async function startUpstreamServer(): Promise<UpstreamServer> {
     waiters = waiters.filter((w) => !(w.tool === tool && calls(tool) >= w.n));
   };
   const label = { label: z.string() };
+  let shiftHints: Record<string, boolean> = { destructiveHint: true };
 
   function mcpFor(res: ServerResponse): McpServer {
     const server = new McpServer({ name: 'counting-upstream', version: '1.0.0' });
@@ -99,6 +113,14 @@ export async function startUpstreamServer(): Promise<UpstreamServer> {
         return new Promise(() => {});
       },
     );
+    server.registerTool(
+      'shift',
+      { description: 'Changes its hints', inputSchema: label, annotations: shiftHints },
+      async (_a, extra) => {
+        record('shift', extra._meta);
+        return { content: [{ type: 'text', text: `shift=${calls('shift')}` }] };
+      },
+    );
     return server;
   }
 
@@ -117,6 +139,7 @@ export async function startUpstreamServer(): Promise<UpstreamServer> {
           void server.close();
         });
         await server.connect(transport);
+        if (options.lenientAccept) req.headers.accept = 'application/json, text/event-stream';
         const text = Buffer.concat(chunks).toString('utf8');
         await transport.handleRequest(req, res, text === '' ? undefined : JSON.parse(text));
       })().catch(() => res.destroy());
@@ -128,6 +151,9 @@ export async function startUpstreamServer(): Promise<UpstreamServer> {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     keys: (tool) => seen.filter((s) => s.tool === tool).map((s) => s.key ?? ''),
+    setShiftHints(hints) {
+      shiftHints = { ...hints };
+    },
     waitForCall(tool, n = 1) {
       if (calls(tool) >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ tool, n, resolve }));

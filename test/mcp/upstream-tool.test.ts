@@ -40,7 +40,7 @@ describe('an upstream tool as a ledger tool', () => {
   it('is served as <name>.<tool>, validating and normalizing with the upstream JSON Schema', async () => {
     const tools = await toolsOf(spec());
     expect([...tools.keys()].sort()).toEqual(
-      ['up.count', 'up.fail', 'up.hang', 'up.peek', 'up.reset', 'up.upsert', 'up.wipe'].sort(),
+      ['up.count', 'up.fail', 'up.hang', 'up.peek', 'up.reset', 'up.shift', 'up.upsert', 'up.wipe'].sort(),
     );
     const count = tools.get('up.count') as AnyTool;
     // The upstream's default is filled in, so both spellings have one digest.

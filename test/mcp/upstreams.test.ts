@@ -45,7 +45,10 @@ describe('the upstreams setting', () => {
       /TOOL_LEDGER_MCP_UPSTREAMS entry 1/,
     );
     expect(() =>
-      loadLocalSettings({ TOOL_LEDGER_MCP_UPSTREAMS: 'files=http://127.0.0.1:1/mcp' }),
+      loadLocalSettings({
+        TOOL_LEDGER_MCP_UPSTREAMS: 'files=http://127.0.0.1:1/mcp',
+        TOOL_LEDGER_TOKENS: 'tl_a=local:agent',
+      }),
     ).not.toThrow();
   });
 });

@@ -172,10 +172,11 @@ describe('URLs outside the allow list', () => {
     expect(allowed.requests).toHaveLength(0);
   });
 
-  it('an operation queued while its origin was allowed never reaches it once the allow list no longer has it', async () => {
+  it('an operation queued while its origin was allowed never reaches it once the allow list no longer has it: an operator decides', async () => {
     redirectStatus = 200;
     const accepted = await post(`${allowed.origin}/hook`, true);
     expect(accepted.status).toBe(202);
+    const id = `hook-${counter}`;
     const message = world.queue.messages.splice(0);
     // A new deployment whose allow list dropped the origin picks the message up.
     const shrunk = await startWorld(db, builtinTools, {
@@ -186,7 +187,13 @@ describe('URLs outside the allow list', () => {
     const { result: failed } = await captureOutput(() =>
       shrunk.deliver(message.map((m) => JSON.stringify(m))),
     );
-    expect(failed).toHaveLength(1);
+    // The stored call no longer passes the tool's schema: the record goes to an operator
+    // (policy_changed) instead of its message going to the DLQ while the record waits forever.
+    expect(failed).toHaveLength(0);
     expect(allowed.requests).toHaveLength(0);
+    expect(await world.runtime.deps.store.get(operationKey('acme', id))).toMatchObject({
+      state: 'needs_reconciliation',
+      outcome_code: 'policy_changed',
+    });
   });
 });

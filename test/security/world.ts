@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import type { ReconcileSummary } from '../../functions/engine/reconcile';
 import type { WorkMessage } from '../../functions/engine/work-queue';
@@ -23,6 +24,9 @@ import { MemoryQueue } from '../support/harness';
  */
 export interface World {
   runtime: Runtime;
+  /** The dynalite client and the world's table, for a test that writes an item as an older version would. */
+  db: DynamoDBClient;
+  table: string;
   /** Every transition line, also written through the real logger. */
   transitions: TransitionLogLine[];
   queue: MemoryQueue;
@@ -78,6 +82,8 @@ export async function startWorld(
   let delivered = 0;
   return {
     runtime,
+    db: db.client,
+    table,
     transitions,
     queue,
     call: async (request) => parse(await api(toEvent(request), context())),

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { classifyAddress, OriginPolicy, parseAllowedOrigin } from '../../functions/tools/origin-policy';
+import {
+  classifyAddress,
+  entriesReaching,
+  OriginPolicy,
+  parseAllowedOrigin,
+} from '../../functions/tools/origin-policy';
 
 describe('parseAllowedOrigin', () => {
   it.each([
@@ -177,5 +182,44 @@ describe('OriginPolicy.addressAllowed', () => {
     ]) {
       expect(policy.addressAllowed(origin, address)).toBe(false);
     }
+  });
+});
+
+describe('entriesReaching (an allow list that names the deployment’s own endpoints)', () => {
+  const upstream = ['http://127.0.0.1:8931/mcp'];
+
+  it('finds an entry naming the endpoint by any name of the same address and port', () => {
+    for (const entry of [
+      'http://127.0.0.1:8931',
+      'http://localhost:8931',
+      '127.0.0.1:8931',
+      'http://[::ffff:127.0.0.1]:8931',
+    ]) {
+      expect(entriesReaching(['http://127.0.0.1', entry], upstream, { local: true }), entry).toEqual([
+        { entry: 1, endpoint: 0 },
+      ]);
+    }
+  });
+
+  it('leaves port-less loopback entries in local mode (any port, narrowed at run time) and other ports alone', () => {
+    expect(
+      entriesReaching(['http://127.0.0.1', 'http://localhost', 'http://127.0.0.1:8932'], upstream, {
+        local: true,
+      }),
+    ).toEqual([]);
+  });
+
+  it('on AWS a port-less entry means the default port of its scheme (https unless it says http)', () => {
+    const upstreams = ['https://mcp.example.com/mcp', 'http://legacy.example.com/mcp'];
+    expect(
+      entriesReaching(
+        ['mcp.example.com', 'http://legacy.example.com', 'https://legacy.example.com'],
+        upstreams,
+        { local: false },
+      ),
+    ).toEqual([
+      { entry: 0, endpoint: 0 },
+      { entry: 1, endpoint: 1 },
+    ]);
   });
 });

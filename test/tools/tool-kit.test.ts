@@ -32,7 +32,7 @@ describe('the tool author entry (tool-ledger/tool)', () => {
     ]);
   });
 
-  it('exports exactly what the README documents for tool authors', () => {
+  it('exports exactly what the docs document for tool authors', () => {
     expect(Object.keys(toolKit).sort()).toEqual(
       [
         'NotAppliedError',

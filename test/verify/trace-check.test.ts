@@ -44,6 +44,20 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(verdict.rejected).toEqual([]);
   });
 
+  it('accepts a reconciler line logged after the late commit its write let land (the commit names the state it met)', () => {
+    // The reconciler's write landed first; it paused before logging while the stalled owner committed
+    // from uncertain and logged. The commit also fits `pending` (its condition allows it): taken first
+    // it would strand the reconciler's line.
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('uncertain', 'succeeded', 1, 'succeeded'),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('succeeded', 'succeeded', 1, 'replayed'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+    expect(verdict.transitions).toBe(3);
+  });
+
   it('rejects a forged change of a terminal record', () => {
     const verdict = checkTrace([
       line(null, 'pending', 1),
@@ -137,6 +151,19 @@ describe('the trace checker replays transition lines against the model', () => {
       line('needs_reconciliation', 'succeeded', 2, 'verdict_applied'),
     ]);
     expect(verdict.rejected).toEqual([]);
+    const maybe = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('uncertain', 'failed_retryable', 1, 'downstream_idempotent_retry'),
+      line('failed_retryable', 'needs_reconciliation', 1, 'attempts_exhausted_maybe_applied'),
+    ]);
+    expect(maybe.rejected).toEqual([]);
+    const wrongEnd = checkTrace([
+      line(null, 'pending', 1),
+      line('pending', 'failed_retryable', 1, 'caller.x'),
+      line('failed_retryable', 'needs_reconciliation', 1, 'attempts_exhausted'),
+    ]);
+    expect(wrongEnd.rejected).toHaveLength(1);
   });
 
   it('rejects a caller’s verdict that fails an operation terminally, or lands on a pending one', () => {
@@ -155,6 +182,29 @@ describe('the trace checker replays transition lines against the model', () => {
       line('uncertain', 'failed_retryable', 1, 'no_caller_verdict'),
     ]);
     expect(escalated.rejected[0]?.reason).toMatch(/no_caller_verdict never ends in failed_retryable/);
+  });
+
+  it('accepts a worker handing a queued or failed_retryable operation to an operator because its tool’s policy changed', () => {
+    expect(writersOf('policy_changed')).toEqual(['worker']);
+    expect(movesOf('policy_changed')).toEqual(['hold_for_operator']);
+    const verdict = checkTrace([
+      line(null, 'queued', 0),
+      line('queued', 'needs_reconciliation', 0, 'policy_changed'),
+      line('needs_reconciliation', 'failed_retryable', 0, 'resolved_not_applied'),
+      line('failed_retryable', 'needs_reconciliation', 0, 'policy_changed'),
+      line('needs_reconciliation', 'failed_terminal', 0, 'resolved_failed'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+  });
+
+  it('rejects policy_changed anywhere but before a claim: from pending, or ending elsewhere than with an operator', () => {
+    for (const forged of [
+      [line(null, 'pending', 1), line('pending', 'needs_reconciliation', 1, 'policy_changed')],
+      [line(null, 'queued', 0), line('queued', 'failed_terminal', 0, 'policy_changed')],
+      [line(null, 'queued', 0), line('queued', 'needs_reconciliation', 1, 'policy_changed')],
+    ]) {
+      expect(checkTrace(forged).rejected).toHaveLength(1);
+    }
   });
 
   it('keeps operations apart by trace key', () => {
