@@ -11,7 +11,8 @@ import { bearerToken, ToolLedgerClient } from '../../client/index';
  * the ledger heard how the call ended: the worst moment to die. Each run prints one JSON line of what
  * it saw, for the demo to narrate.
  *
- * Usage: `node --import tsx scripts/demo/ai-sdk-agent.ts <ledger api> <mail service> crash|resume`
+ * Usage: `TOOL_LEDGER_TOKEN=<agent token> node --import tsx scripts/demo/ai-sdk-agent.ts <ledger api> <mail
+ * service> crash|resume` (the scene passes the agent token local mode made for its data folder).
  */
 
 const [api, mail, mode] = process.argv.slice(2);
@@ -77,7 +78,11 @@ const notifyCustomer = tool({
   },
 });
 
-const ledger = new ToolLedgerClient({ endpoint: api, signer: bearerToken('dev-token'), deadlineMs: 20_000 });
+const ledger = new ToolLedgerClient({
+  endpoint: api,
+  signer: bearerToken(process.env.TOOL_LEDGER_TOKEN ?? ''),
+  deadlineMs: 20_000,
+});
 const tools = withLedger(
   ledger,
   { notifyCustomer },

@@ -50,18 +50,18 @@ export async function aiSdkScene(
   const stack = await startLocalStack({ dataDir: join(root, 'ai-sdk-scene'), env });
   try {
     say(`local mode ready; a mail service at ${mail.url} that does not dedupe`);
-    const first = await runAgent(stack.api, mail.url, 'crash');
+    const first = await runAgent(stack.api, stack.tokens.agent, mail.url, 'crash');
     say(
       `run 1: the model asks notifyCustomer → the email goes out (${mail.sent.length} sent) → the agent is killed ` +
         `(${first.signal}) before the ledger hears how the call ended`,
     );
-    const ledger = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken('dev-token') });
+    const ledger = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken(stack.tokens.agent) });
     const waiting = await ledger.waitFor(AI_SDK_OPERATION_ID, {
       until: ['uncertain', 'needs_reconciliation'],
       timeoutMs: 30_000,
     });
     say(`ledger: the claim's 2 s lease ran out with no outcome → ${AI_SDK_OPERATION_ID} is ${waiting.state}`);
-    const second = await runAgent(stack.api, mail.url, 'resume');
+    const second = await runAgent(stack.api, stack.tokens.agent, mail.url, 'resume');
     const done = second.lines.find((line) => line.event === 'done');
     const told = done?.output as AiSdkSceneResult['told'];
     const operation = await ledger.get(AI_SDK_OPERATION_ID);
@@ -81,12 +81,14 @@ export async function aiSdkScene(
 /** Runs the agent as its own process and returns its JSON lines and how it ended. */
 function runAgent(
   api: string,
+  token: string,
   mail: string,
   mode: 'crash' | 'resume',
 ): Promise<{ lines: Record<string, unknown>[]; signal: string | null }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', AGENT, api, mail, mode], {
       cwd: ROOT,
+      env: { ...process.env, TOOL_LEDGER_TOKEN: token },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -104,7 +106,7 @@ function runAgent(
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line) as Record<string, unknown>);
       const expected = mode === 'crash' ? signal === 'SIGKILL' : code === 0;
-      if (!expected) reject(new Error(`the ${mode} run ended ${signal ?? `with ${code}`}:\n${err}`));
+      if (!expected) reject(new Error(`the ${mode} run ended ${signal ?? `with ${code}`}:\n${out}${err}`));
       else resolve({ lines, signal });
     });
   });

@@ -142,7 +142,7 @@ setTracingDisabled(true);
 
 /** One OpenAI Agents SDK step run twice: how many refunds happened, and what each run's tool returned. */
 export async function agentsTwice(endpoint: string) {
-  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken(process.env.TOKEN!) });
   let effects = 0;
   const outputs: unknown[] = [];
   for (const callId of ['call-a', 'call-b']) {
@@ -170,7 +170,7 @@ export async function agentsTwice(endpoint: string) {
 
 /** One LangGraph step (a ToolNode on a checkpointed thread) run, then forked before the model's turn. */
 export async function langGraphTwice(endpoint: string) {
-  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken('dev-token') });
+  const ledger = new ToolLedgerClient({ endpoint, signer: bearerToken(process.env.TOKEN!) });
   let effects = 0;
   let generation = 0;
   const refund = langchainTool(
@@ -239,7 +239,8 @@ import { generateText, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import * as z from 'zod';
 
-const ledger = new ToolLedgerClient({ endpoint: process.argv[2] ?? '', signer: bearerToken('dev-token') });
+// The agent token local mode made for its data folder: \`npx tool-ledger token\` prints it.
+const ledger = new ToolLedgerClient({ endpoint: process.argv[2] ?? '', signer: bearerToken(process.env.TOKEN ?? '') });
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: 1, text: 1, reasoning: undefined },

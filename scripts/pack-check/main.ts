@@ -568,7 +568,9 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   );
   check(notes.trim().split('\n').length === 1, 'one effect for two calls');
   const runs = JSON.parse(
-    lastJsonLine(await run('npx', ['tsx', 'run-frameworks.ts', started.api], consumer, env)),
+    lastJsonLine(
+      await run('npx', ['tsx', 'run-frameworks.ts', started.api], consumer, { ...env, TOKEN: token }),
+    ),
   ) as {
     node: string;
     agents: { effects: number; outputs: unknown[] };
@@ -592,7 +594,7 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     ),
   );
   const agent = JSON.parse(
-    lastJsonLine(await run('npx', ['tsx', 'run-ai-sdk.ts', started.api], consumer, env)),
+    lastJsonLine(await run('npx', ['tsx', 'run-ai-sdk.ts', started.api], consumer, { ...env, TOKEN: token })),
   ) as { node: string; effects: number; first: unknown; replayed: boolean; operationId?: string };
   check(
     ranOn(agent.node) &&
