@@ -30,8 +30,6 @@ const SCENE_ENV = {
 /** The claim's lease: short, so the dead process's claim runs out in seconds. */
 const LEASE_SECONDS = 2;
 
-const TOKEN = 'dev-token';
-
 /** What one side of the scene measured. */
 export interface CallerSide {
   /** Agent processes started (the one killed and its restart). */
@@ -79,11 +77,11 @@ export async function callerWithLedger(context: SceneContext): Promise<CallerLed
       target: target.origin,
       checkpointFile: join(dir, 'checkpoint.json'),
       api: stack.api,
-      token: TOKEN,
+      token: stack.tokens.agent,
       leaseSeconds: LEASE_SECONDS,
     };
     const played = await crashThenRestart(config, target, say);
-    const client = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken(TOKEN) });
+    const client = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken(stack.tokens.agent) });
     const operation = await client.get(CHARGE_OPERATION_ID);
     await stack.stop();
     const states = statesOf(stack.stdoutLines(), CHARGE_OPERATION_ID);
