@@ -13,6 +13,7 @@ import { defineConfig } from 'vitepress';
 /** The pages, in reading order, as the sidebar lists them. */
 const pages: [string, string][] = [
   ['Agents', '/docs/agents'],
+  ['Agent frameworks', '/docs/frameworks'],
   ['Tools', '/docs/tools'],
   ['Operations the caller executes', '/docs/caller-executed'],
   ['HTTP API and work queue', '/docs/http-api'],

@@ -9,6 +9,7 @@ import { localSqsClient } from '../../functions/local/sqs-server';
 import { tenantFolder } from '../../functions/tools/workspace-path';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
 import { startWebhookTarget } from '../webhook-target';
+import { aiSdkDemoScene } from './ai-sdk-scene';
 import { callerScene } from './caller-scene';
 import { type EffectsReport, observeEffects } from './effects';
 import { type LedgerRunResult, operationIdOf, runWithLedger } from './ledger-agent';
@@ -32,7 +33,7 @@ import { renderComparison } from './table';
 const BOUND_MS = 150_000;
 
 /** Played after the main script, in order; each prints its own table and may fail the demo. */
-const SCENES: readonly DemoScene[] = [callerScene];
+const SCENES: readonly DemoScene[] = [callerScene, aiSdkDemoScene];
 
 /** Local mode tuned for a demo: a fast reconciler and short backoffs, so recoveries take seconds. */
 const DEMO_ENV = {
@@ -162,6 +163,7 @@ async function naivePhase(
   }
 }
 
+/** Why the AI SDK scene is wrong, if it is: anything but one email, told to the model as a replay. */
 /** Why the ledger run is wrong, if it is: any action not applied exactly once and as intended. */
 function ledgerProblems(phase: LedgerPhase): string[] {
   const problems: string[] = [];
@@ -215,7 +217,7 @@ async function main(): Promise<number> {
     }
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     if (problems.length > 0) {
-      process.stdout.write(`\nFAILED: the ledger run is not exactly once:\n  ${problems.join('\n  ')}\n`);
+      process.stdout.write(`\nFAILED: not exactly once:\n  ${problems.join('\n  ')}\n`);
       return 1;
     }
     process.stdout.write(

@@ -19,8 +19,15 @@ import {
 import {
   AGENT_MODULE,
   APP_MODULE,
+  DOC_EXAMPLES,
   DOCS_TOOLS_EXAMPLES,
+  FRAMEWORK_ENTRIES,
+  FRAMEWORKS_MODULE,
+  LOAD_DURABLE_MODULE,
+  LOAD_FRAMEWORKS_MODULE,
   RUN_AGENT_MODULE,
+  RUN_AI_SDK_MODULE,
+  RUN_FRAMEWORKS_MODULE,
   TOOLS_MODULE,
   TSCONFIG_BUNDLER,
   TSCONFIG_CJS_MTS,
@@ -37,8 +44,8 @@ import { internalPointers } from './internal-pointers';
  * and `bin` target, the README, LICENSE and CHANGELOG ship; no warning; public, with provenance). In a
  * project next to the clone it runs the README's `npm install` of the two tarballs as written. In scratch
  * projects it installs the tarballs with the SDKs, CDK and TypeScript; checks that a token-only client
- * install pulls in neither aws-cdk-lib nor the AWS SDK, that no Node binary rides along, and that neither
- * installed package cites the internal design brief (scripts/pack-check/internal-pointers.ts).
+ * install pulls in neither aws-cdk-lib, the AWS SDK nor any agent framework, that no Node binary rides
+ * along, and that neither installed package cites the internal design brief (scripts/pack-check/internal-pointers.ts).
  *
  * The packages are installed once, and every consumer then runs on both Node lines the packages
  * declare: Node 22 from the registry and the repository's Node 24 (scripts/pack-check/consumer-env.ts).
@@ -46,8 +53,11 @@ import { internalPointers } from './internal-pointers';
  * start` with the page's tools module; the banner's call is the page's call, key for key; two calls, one
  * effect); a consumer type-checked under NodeNext and bundler resolution (strict, no casts) that uses the
  * client, the three adapters with the real SDK types, and custom tools (the docs' tools examples among
- * them); a stack synthesized with that tool (real esbuild bundling); the client against local mode
- * started with it; and, in a CommonJS project (`"type": "commonjs"`, what npm 11's `npm init` writes), a
+ * them) and the docs' agent examples (`DOC_EXAMPLES`: the durable function and its stack, AI SDK, Mastra,
+ * OpenAI Agents, LangChain); the `/durable` entry and every framework entry (`FRAMEWORK_ENTRIES`) loaded
+ * with their frameworks; a stack synthesized with that tool (real esbuild bundling); the client against
+ * local mode started with it, and an AI SDK agent, an OpenAI Agents step and a LangGraph step through the
+ * packed entries against it, each step run twice with one effect; and, in a CommonJS project (`"type": "commonjs"`, what npm 11's `npm init` writes), a
  * `.ts` tools module refused with what to change while a `.mts` one type-checks and runs. Each check that
  * runs the packages' code says which Node it ran on. Exits 1 on the first check that fails.
  */
@@ -94,6 +104,16 @@ function exitOf(
 /** The last non-empty line of a command's output: where the consumer scripts print their JSON. */
 function lastLine(out: string): string {
   return out.trim().split('\n').at(-1) ?? '';
+}
+
+/** The last line that is a JSON object, for scripts whose libraries may log after it. */
+function lastJsonLine(out: string): string {
+  return (
+    out
+      .trim()
+      .split('\n')
+      .findLast((line) => line.startsWith('{')) ?? ''
+  );
 }
 
 function step(name: string): void {
@@ -289,7 +309,7 @@ async function install(scratch: string): Promise<Consumers> {
     await readFile(path.join(ROOT, 'examples', 'tools', 'index.ts'), 'utf8'),
   );
 
-  step('token-only client install: no aws-cdk-lib, no AWS SDK');
+  step('token-only client install: no aws-cdk-lib, no AWS SDK, no agent framework');
   const tokenOnly = path.join(scratch, 'token-only');
   await mkdir(tokenOnly);
   await writeFile(
@@ -300,6 +320,18 @@ async function install(scratch: string): Promise<Consumers> {
   const tree = await run('npm', ['ls', '--omit=dev', '--all', '--parseable'], tokenOnly);
   check(!/aws-cdk-lib/.test(tree), 'the client depends on no aws-cdk-lib');
   check(!/@aws-sdk|@smithy/.test(tree), 'a token-only client install has no AWS SDK');
+  check(
+    !/@aws[\\/]durable-execution-sdk-js/.test(tree),
+    'a token-only client install has no AWS durable execution SDK (an optional peer of /durable)',
+  );
+  check(
+    !/@openai[\\/]agents|@langchain[\\/]/.test(tree),
+    'a token-only client install has no OpenAI Agents SDK and no LangChain (optional peers of their entries)',
+  );
+  check(
+    !/[\\/]node_modules[\\/](ai|@mastra[\\/]core)$/m.test(tree),
+    'a token-only client install has no agent framework (ai, @mastra/core: optional peers of /ai-sdk, /mastra)',
+  );
   await writeFile(
     path.join(tokenOnly, 'use.mjs'),
     "import { operationIdFor } from '@tool-ledger/client';\nconsole.log(operationIdFor({ agentRunId: 'r', step: 1, callIndex: 0 }), process.version);\n",
@@ -329,6 +361,8 @@ async function install(scratch: string): Promise<Consumers> {
           '@tool-ledger/client': `file:../${clientTgz}`,
           ...versions(['aws-cdk-lib', 'constructs', 'zod', '@aws-sdk/credential-provider-node']),
           ...versions(['@smithy/signature-v4', '@smithy/hash-node', '@modelcontextprotocol/sdk']),
+          ...versions(['@aws/durable-execution-sdk-js', 'ai', '@mastra/core']),
+          ...versions(['@openai/agents', '@langchain/core', '@langchain/langgraph']),
         },
         devDependencies: versions(['typescript', '@types/node', 'openai', '@anthropic-ai/sdk', 'tsx']),
       },
@@ -347,6 +381,17 @@ async function install(scratch: string): Promise<Consumers> {
   await writeFile(path.join(consumer, 'agent.ts'), AGENT_MODULE);
   await writeFile(path.join(consumer, 'run-agent.ts'), RUN_AGENT_MODULE);
   await writeFile(path.join(consumer, 'app.ts'), APP_MODULE);
+  for (const example of DOC_EXAMPLES) {
+    await writeFile(
+      path.join(consumer, path.basename(example)),
+      await readFile(path.join(ROOT, example), 'utf8'),
+    );
+  }
+  await writeFile(path.join(consumer, 'load-durable.mjs'), LOAD_DURABLE_MODULE);
+  await writeFile(path.join(consumer, 'load-frameworks.mjs'), LOAD_FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'frameworks.ts'), FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'run-frameworks.ts'), RUN_FRAMEWORKS_MODULE);
+  await writeFile(path.join(consumer, 'run-ai-sdk.ts'), RUN_AI_SDK_MODULE);
   await writeFile(path.join(consumer, 'tsconfig.nodenext.json'), JSON.stringify(TSCONFIG_NODENEXT, null, 2));
   await writeFile(path.join(consumer, 'tsconfig.bundler.json'), JSON.stringify(TSCONFIG_BUNDLER, null, 2));
   await run('npm', INSTALL, consumer);
@@ -438,10 +483,34 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
   await run('npx', ['tsc', '-p', 'tsconfig.nodenext.json'], consumer, env);
   check(
     true,
-    'moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the tools examples of docs/tools.md too), construct',
+    "moduleResolution NodeNext: client, three adapters with SDK types, custom tools (the tools examples of docs/tools.md too), construct, the docs' agent examples (durable function and its stack, AI SDK, Mastra, OpenAI Agents, LangChain), the frameworks' runs",
   );
   await run('npx', ['tsc', '-p', 'tsconfig.bundler.json'], consumer, env);
   check(true, 'moduleResolution bundler: the same files');
+
+  step(`${label} the durable entry loads with the durable execution SDK`);
+  const durable = JSON.parse(lastLine(await run('node', ['load-durable.mjs'], consumer, env))) as {
+    node: string;
+    exports: string[];
+  };
+  check(
+    ranOn(durable.node) &&
+      ['LedgerStepError', 'durableOperationId', 'withLedger'].every((name) => durable.exports.includes(name)),
+    on(`@tool-ledger/client/durable exports ${durable.exports.join(', ')}`),
+  );
+
+  step(`${label} the framework entries load with their frameworks`);
+  const frameworks = JSON.parse(lastLine(await run('node', ['load-frameworks.mjs'], consumer, env))) as {
+    node: string;
+    exports: Record<string, string[]>;
+  };
+  for (const [entry, names] of Object.entries(FRAMEWORK_ENTRIES)) {
+    const exported = frameworks.exports[entry] ?? [];
+    check(
+      ranOn(frameworks.node) && names.every((name) => exported.includes(name)),
+      on(`${entry} exports ${exported.join(', ')}`),
+    );
+  }
 
   step(`${label} synthesize a stack with the consumer's own tool (real esbuild bundling)`);
   await rm(path.join(consumer, 'cdk.out'), { recursive: true, force: true });
@@ -504,6 +573,43 @@ async function runConsumers(consumers: Consumers, node: ConsumerNode): Promise<v
     },
   );
   check(notes.trim().split('\n').length === 1, 'one effect for two calls');
+  const runs = JSON.parse(
+    lastJsonLine(
+      await run('npx', ['tsx', 'run-frameworks.ts', started.api], consumer, { ...env, TOKEN: token }),
+    ),
+  ) as {
+    node: string;
+    agents: { effects: number; outputs: unknown[] };
+    langgraph: { effects: number; outputs: unknown[] };
+  };
+  const replayed = (output: unknown) =>
+    typeof output === 'string' && (JSON.parse(output) as { replayed?: unknown }).replayed === true;
+  check(
+    ranOn(runs.node) &&
+      runs.agents.effects === 1 &&
+      runs.agents.outputs[0] === 'refunded 5' &&
+      replayed(runs.agents.outputs[1]),
+    on('an OpenAI Agents step run twice (new call IDs) refunds once; the second run is told it was a replay'),
+  );
+  check(
+    runs.langgraph.effects === 1 &&
+      runs.langgraph.outputs[0] === 'refunded 5' &&
+      replayed(runs.langgraph.outputs[1]),
+    on(
+      'a LangGraph step forked before the model (new call IDs) refunds once; the fork is told it was a replay',
+    ),
+  );
+  const agent = JSON.parse(
+    lastJsonLine(await run('npx', ['tsx', 'run-ai-sdk.ts', started.api], consumer, { ...env, TOKEN: token })),
+  ) as { node: string; effects: number; first: unknown; replayed: boolean; operationId?: string };
+  check(
+    ranOn(agent.node) &&
+      agent.effects === 1 &&
+      JSON.stringify(agent.first) === JSON.stringify({ notified: 'ana', effect: 1 }) &&
+      agent.replayed &&
+      agent.operationId === 'pack-check-ai-sdk/0/notify/0',
+    on('an AI SDK agent on the packed /ai-sdk entry, its step run twice: one effect, the second a replay'),
+  );
   stopGroup(local);
   local = undefined;
 
