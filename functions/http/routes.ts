@@ -1,11 +1,6 @@
 import { LEDGER_ROUTES, type RouteId, routeName } from '../contract/routes';
 import { passHoldBackMs } from '../contract/time-budget';
-import {
-  AccessError,
-  LedgerError,
-  StateChangedError,
-  ValidationError,
-} from '../domain/errors';
+import { AccessError, LedgerError, StateChangedError, ValidationError } from '../domain/errors';
 import { toView } from '../domain/operation';
 import { parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
@@ -146,6 +141,7 @@ async function approve(ctx: RouteContext): Promise<ApiResponse> {
     const { record } = await decideApproval(deps, req, {
       tenant: identity.tenant,
       principal: identity.principal,
+      ...(identity.uniqueId === undefined ? {} : { principalUniqueId: identity.uniqueId }),
       operationId,
       decision: body.decision,
       argumentsDigest: body.arguments_digest,
