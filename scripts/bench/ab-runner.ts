@@ -1,8 +1,8 @@
-import { addTally, type CallCounter, type CallTally, emptyTally } from './call-counter';
+import { addTally, type CallTally, emptyTally, type TallySource } from './call-counter';
 
 /** One side of an A/B comparison. */
 export interface SideSpec {
-  counter: CallCounter;
+  counter: TallySource;
   /** Untimed, uncounted work before iteration `i` (e.g. completing the operation a replay replays). */
   prepare?: (i: number) => Promise<void>;
   /** The measured work of iteration `i`. */
@@ -46,11 +46,11 @@ export async function runAb(options: AbOptions): Promise<{ a: SideSamples; b: Si
     for (const side of order) {
       const spec = options[side];
       if (spec.prepare) await spec.prepare(i);
-      spec.counter.take();
+      await spec.counter.take();
       const started = performance.now();
       await spec.run(i);
       const elapsed = performance.now() - started;
-      const tally = spec.counter.take();
+      const tally = await spec.counter.take();
       if (i < options.warmup) continue;
       const s = out[side];
       s.latencies.push(elapsed);

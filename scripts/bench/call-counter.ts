@@ -15,11 +15,22 @@ export interface CallTally {
   queryItems: number;
   /** Wall time spent inside requests, ms (meaningful for sequential work only). */
   dynamoMs: number;
+  /**
+   * HTTP requests the side's own client sent to tool-ledger's API (the `ledger.run` rows); 0 for a side
+   * that talks to DynamoDB alone.
+   */
+  httpRequests: number;
+}
+
+/** Where a side's tally comes from: a counter in this process, or one in local mode's (over HTTP). */
+export interface TallySource {
+  /** What was counted since the last call; starts again from zero. */
+  take(): CallTally | Promise<CallTally>;
 }
 
 /** A tally with nothing in it. */
 export function emptyTally(): CallTally {
-  return { calls: 0, byCommand: {}, fallbackReads: 0, queryItems: 0, dynamoMs: 0 };
+  return { calls: 0, byCommand: {}, fallbackReads: 0, queryItems: 0, dynamoMs: 0, httpRequests: 0 };
 }
 
 /** Adds `b` into `a`. */
@@ -28,6 +39,7 @@ export function addTally(a: CallTally, b: CallTally): void {
   a.fallbackReads += b.fallbackReads;
   a.queryItems += b.queryItems;
   a.dynamoMs += b.dynamoMs;
+  a.httpRequests += b.httpRequests;
   for (const [name, n] of Object.entries(b.byCommand)) a.byCommand[name] = (a.byCommand[name] ?? 0) + n;
 }
 
@@ -48,7 +60,7 @@ type Input = Record<string, unknown>;
  * const tally = counter.take(); // { calls: 2, byCommand: { PutItemCommand: 1, … }, … }
  * ```
  */
-export class CallCounter {
+export class CallCounter implements TallySource {
   private tally = emptyTally();
   private readonly failedWrites = new Set<string>();
 

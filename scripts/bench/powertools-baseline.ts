@@ -81,6 +81,58 @@ export function powertoolsHandler(options: BaselineOptions): BaselineHandler {
   });
 }
 
+/** A call of a plain function the baseline wraps: the same call `ledger.run` records. */
+export interface BaselineCall {
+  operation_id: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Options of {@link powertoolsFunction}. */
+export interface BaselineFunctionOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Powertools' in-memory cache of completed records. @default false */
+  useLocalCache?: boolean;
+  /** The function made idempotent. */
+  fn: (call: BaselineCall) => Promise<unknown>;
+  /** How long the in-progress lock holds, ms. @default 60000 (the lease `ledger.run` asks for by default) */
+  lockMs?: number;
+}
+
+/**
+ * The baseline around a plain function, not a Lambda handler: what a caller writes to make one call in
+ * its own process run once (`makeIdempotent(fn, …)`, the payload its first argument), keyed and
+ * validated as {@link powertoolsHandler} is. Its in-progress lock lasts `lockMs`, given as Powertools
+ * takes it, a Lambda context's remaining time, registered before each call (without one it sets no lock
+ * and warns on the console at every call).
+ *
+ * @example
+ * ```ts
+ * const once = powertoolsFunction({ client, tableName: 'idempotency', fn: async (call) => charge(call) });
+ * await once({ operation_id: 'op-1', arguments: { cents: 500 } });
+ * ```
+ */
+export function powertoolsFunction(
+  options: BaselineFunctionOptions,
+): (call: BaselineCall) => Promise<unknown> {
+  const persistenceStore = new DynamoDBPersistenceLayer({
+    tableName: options.tableName,
+    awsSdkV3Client: options.client,
+  });
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'operation_id',
+    payloadValidationJmesPath: 'arguments',
+    throwOnNoIdempotencyKey: true,
+    useLocalCache: options.useLocalCache ?? false,
+  });
+  const once = makeIdempotent(async (call: BaselineCall) => options.fn(call), { persistenceStore, config });
+  const lockMs = options.lockMs ?? 60_000;
+  return (call) => {
+    config.registerLambdaContext(lambdaContext(lockMs));
+    return once(call);
+  };
+}
+
 /**
  * A Lambda context with the given remaining time. Powertools sets its in-progress expiry to now plus
  * the remaining time, exactly as in a real invocation.

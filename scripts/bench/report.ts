@@ -218,3 +218,67 @@ export function localThroughputTable(figure: LocalThroughput | undefined): strin
     ],
   );
 }
+
+/**
+ * The `ledger.run` rows: both sides' latency, the paired ratio, and the round trips each side made per
+ * operation: HTTP requests from the client, DynamoDB requests in local mode and in Powertools.
+ */
+export function callerRunTable(rows: ScenarioResult[]): string {
+  if (rows.length === 0) return '(not run)';
+  const rest = (s: SideSamples) => median(s.latencies.map((l, i) => l - (s.dynamoMs[i] ?? 0)));
+  return table(
+    [
+      'scenario',
+      '`ledger.run` p50 / p99 ms',
+      'Powertools p50 / p99 ms',
+      'ratio (paired p50)',
+      '`ledger.run` HTTP requests/op',
+      'local mode DynamoDB calls/op dynalite → AWS',
+      'Powertools DynamoDB calls/op dynalite → AWS',
+      '`ledger.run` in DynamoDB / rest (p50 ms)',
+      'Powertools in DynamoDB / rest (p50 ms)',
+      'local mode commands',
+      'Powertools commands',
+      'effects/op `ledger.run` / Powertools',
+    ],
+    rows.map((row) => {
+      const tl = callsPerOperation(row.tl, row.opsPerIteration);
+      const pt = callsPerOperation(row.pt, row.opsPerIteration);
+      return [
+        row.title,
+        `${ms(median(row.tl.latencies))} / ${ms(p99(row.tl.latencies))}`,
+        `${ms(median(row.pt.latencies))} / ${ms(p99(row.pt.latencies))}`,
+        num(ratio(row)),
+        num(row.tl.tally.httpRequests / Math.max(1, row.tl.iterations * row.opsPerIteration)),
+        `${num(tl.dynalite)} → ${num(tl.aws)}`,
+        `${num(pt.dynalite)} → ${num(pt.aws)}`,
+        `${ms(median(row.tl.dynamoMs))} / ${ms(rest(row.tl))}`,
+        `${ms(median(row.pt.dynamoMs))} / ${ms(rest(row.pt))}`,
+        commands(row.tl),
+        commands(row.pt),
+        row.effects ? `${row.effects.tl} / ${row.effects.pt}` : '–',
+      ];
+    }),
+  );
+}
+
+/**
+ * What the HTTP hop costs, in words, from the `ledger.run` rows: time outside DynamoDB requests per HTTP
+ * request (the loopback, local mode's HTTP adapter and API handler, the client), against the time
+ * Powertools spends outside DynamoDB requests.
+ */
+export function callerHopSummary(rows: ScenarioResult[]): string {
+  const rest = (s: SideSamples) => median(s.latencies.map((l, i) => l - (s.dynamoMs[i] ?? 0)));
+  const perOp = (s: SideSamples) => s.tally.httpRequests / Math.max(1, s.iterations);
+  return rows
+    .map((row) => {
+      const requests = perOp(row.tl);
+      return (
+        `- ${row.title}: \`ledger.run\` ${ms(median(row.tl.latencies))} ms, of which ${ms(rest(row.tl))} ms outside ` +
+        `local mode's DynamoDB requests for ${num(requests)} HTTP request${requests === 1 ? '' : 's'} ` +
+        `(${ms(rest(row.tl) / Math.max(1, requests))} ms each); Powertools ${ms(median(row.pt.latencies))} ms, ` +
+        `of which ${ms(rest(row.pt))} ms outside its DynamoDB requests.`
+      );
+    })
+    .join('\n');
+}

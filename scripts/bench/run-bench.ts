@@ -8,6 +8,7 @@ import { SDK_CLIENT_SETTINGS } from '../../functions/wiring';
 import { BUNDLE_TARGET } from '../../lib/bundling';
 import { benchReadTool, benchWriteTool, EffectLog } from './bench-tools';
 import { CallCounter } from './call-counter';
+import { callerRunRows } from './caller-run';
 import { capacityMarkdown, capacityTable } from './capacity';
 import { coldStart } from './cold-start';
 import { crashThenRetry } from './crash-scenario';
@@ -18,6 +19,8 @@ import { createPowertoolsTable, powertoolsHandler } from './powertools-baseline'
 import { reconcilerCost } from './reconciler-cost';
 import {
   breakdownTable,
+  callerHopSummary,
+  callerRunTable,
   coldStartTable,
   localThroughputTable,
   reconcilerTable,
@@ -120,6 +123,13 @@ export async function runBench(): Promise<void> {
       progress(`${row.title}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
 
+    let callerRows: ScenarioResult[] = [];
+    if (!only || only.includes('caller')) {
+      const t = performance.now();
+      callerRows = await callerRunRows({ iterations: env.iterations });
+      progress(`ledger.run against local mode: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+
     // 100,000 records take about 30 s to load; a smoke run (BENCH_SCALE < 0.5) stops at 10,000.
     const sizes = scale < 0.5 ? [1_000, 10_000] : [1_000, 10_000, 100_000];
     let costs: Awaited<ReturnType<typeof reconcilerCost>> = [];
@@ -194,6 +204,23 @@ export async function runBench(): Promise<void> {
       '',
       breakdownTable(rows),
       '',
+      '### `ledger.run` against local mode: what the HTTP hop costs',
+      '',
+      'One in-process function (the trivial effect) made run-once two ways, the two sides alternating per',
+      'iteration as above: `ledger.run` in this process against local mode (`npm start` as a child process,',
+      'logs and metrics silenced, the reconciler idle), the operation recorded over HTTP as a caller-executed',
+      "operation; and Powertools' `makeIdempotent` around the same function (a plain function, not a handler)",
+      "on the same dynalite, local mode's own, over its loopback endpoint, with the SDK client Powertools builds.",
+      'HTTP requests are counted by the client’s `fetch`; DynamoDB requests by the same SDK middleware on both',
+      "sides, in local mode through a preloaded tap on its clients (scripts/bench/dynamo-tap.ts). Local mode's",
+      'handlers reach dynalite over a MessagePort, Powertools over loopback HTTP.',
+      '',
+      callerRunTable(callerRows),
+      '',
+      ...callerRows.filter((r) => r.note).map((r) => `- ${r.title}: ${r.note}.`),
+      '',
+      callerHopSummary(callerRows),
+      '',
       '### Reconciler cost',
       '',
       'One pass over a table of N terminal records and 20 unresolved ones (`pending`, lease expired):',
@@ -240,7 +267,7 @@ export async function runBench(): Promise<void> {
     mkdirSync(path.dirname(outFile), { recursive: true });
     writeFileSync(outFile, markdown);
     // The raw samples, for anyone who wants other statistics than these.
-    const raw = rows.map((r) => ({
+    const raw = [...rows, ...callerRows].map((r) => ({
       title: r.title,
       toolLedgerMs: r.tl.latencies,
       powertoolsMs: r.pt.latencies,

@@ -9,10 +9,12 @@ import { localSqsClient } from '../../functions/local/sqs-server';
 import { tenantFolder } from '../../functions/tools/workspace-path';
 import { killAllStacks, type LocalStackProcess, startLocalStack } from '../local-stack';
 import { startWebhookTarget } from '../webhook-target';
+import { callerScene } from './caller-scene';
 import { type EffectsReport, observeEffects } from './effects';
 import { type LedgerRunResult, operationIdOf, runWithLedger } from './ledger-agent';
 import { startLostResponseProxy } from './lost-response-proxy';
 import { runWithoutLedger } from './naive-agent';
+import type { DemoScene } from './scene';
 import { ACTIONS, STEPS } from './script';
 import { renderComparison } from './table';
 
@@ -22,11 +24,15 @@ import { renderComparison } from './table';
  * webhook that hangs past the tool's timeout, and a replayed model turn. First through tool-ledger
  * in local mode (a child process group, restarted after the kill on the same data folder), then with
  * the ledger bypassed. It prints both runs side by side and exits non-zero if the ledger run shows a
- * duplicate or missing effect. Loopback only; everything it starts is stopped; bounded in time.
+ * duplicate or missing effect. Then each scene of {@link SCENES} (one agent, one fault, with and without
+ * the ledger) in turn. Loopback only; everything it starts is stopped; bounded in time.
  */
 
 /** The whole demo must end within this, whatever hangs. */
-const BOUND_MS = 90_000;
+const BOUND_MS = 150_000;
+
+/** Played after the main script, in order; each prints its own table and may fail the demo. */
+const SCENES: readonly DemoScene[] = [callerScene];
 
 /** Local mode tuned for a demo: a fast reconciler and short backoffs, so recoveries take seconds. */
 const DEMO_ENV = {
@@ -199,12 +205,22 @@ async function main(): Promise<number> {
       )}\n`,
     );
     const problems = ledgerProblems(ledger);
+    const summaries: string[] = [];
+    for (const scene of SCENES) {
+      process.stdout.write(`\nscene: ${scene.name}\n`);
+      const report = await scene.run({ root, say });
+      process.stdout.write(`\n${report.table}\n`);
+      summaries.push(report.summary);
+      problems.push(...report.problems.map((p) => `${scene.name}: ${p}`));
+    }
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     if (problems.length > 0) {
       process.stdout.write(`\nFAILED: the ledger run is not exactly once:\n  ${problems.join('\n  ')}\n`);
       return 1;
     }
-    process.stdout.write(`\nOK: every action took effect exactly once with tool-ledger (${seconds} s).\n`);
+    process.stdout.write(
+      `\nOK: every action took effect exactly once with tool-ledger (${seconds} s).\n${summaries.map((s) => `  ${s}\n`).join('')}`,
+    );
     return 0;
   } finally {
     await rm(root, { recursive: true, force: true });

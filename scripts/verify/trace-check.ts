@@ -278,7 +278,14 @@ function replayOne(key: string, lines: TraceLine[], allowance: number, verdict: 
   let current: Node = { state: null, attempt: 0 };
   let left = allowance;
   while (pool.length > 0) {
-    let index = pool.findIndex((line) => misfit(current, line) === undefined);
+    // A line that names the state the replay has is taken before one that only fits through a wider
+    // write condition (an owner's commit names the state it claimed from): when a reconciler's
+    // `pending → uncertain` reaches the log after the late commit `uncertain → succeeded` it let land,
+    // the commit fits `pending` too, and taking it first would strand the reconciler's line.
+    let index = pool.findIndex(
+      (line) => line.state_before === current.state && misfit(current, line) === undefined,
+    );
+    if (index < 0) index = pool.findIndex((line) => misfit(current, line) === undefined);
     let gap = 0;
     if (index < 0 && left > 0) {
       // A write landed that its writer never saw: bridge the shortest gap the table allows, within

@@ -44,6 +44,20 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(verdict.rejected).toEqual([]);
   });
 
+  it('accepts a reconciler line logged after the late commit its write let land (the commit names the state it met)', () => {
+    // The reconciler's write landed first; it paused before logging while the stalled owner committed
+    // from uncertain and logged. The commit also fits `pending` (its condition allows it): taken first
+    // it would strand the reconciler's line.
+    const verdict = checkTrace([
+      line(null, 'pending', 1),
+      line('uncertain', 'succeeded', 1, 'succeeded'),
+      line('pending', 'uncertain', 1, 'lease_expired'),
+      line('succeeded', 'succeeded', 1, 'replayed'),
+    ]);
+    expect(verdict.rejected).toEqual([]);
+    expect(verdict.transitions).toBe(3);
+  });
+
   it('rejects a forged change of a terminal record', () => {
     const verdict = checkTrace([
       line(null, 'pending', 1),
