@@ -144,7 +144,7 @@ const WATCHED: Record<string, (value: string) => string> = {
   effNoAppr: (v) => (v === '1' ? 'an effect ran without an approval of its digest' : ''),
   effWrongDig: (v) => (v === '1' ? "an effect ran with another caller's arguments" : ''),
   termChanged: (v) => (v === '1' ? 'a write changed a terminal record' : ''),
-  toolEff: (v) => (v === '2' ? 'the tool is redeployed as a read' : 'the tool is redeployed as a write'),
+  toolEff: (v) => (v === '2' ? 'the tool is redeployed as a read' : ''),
   maybe: (v) => (v === '1' ? "retried on the target's dedupe: the effect may have happened" : ''),
   exhaustHid: (v) => (v === '1' ? 'attempts ran out into failed_terminal after an effect' : ''),
   effAfterTerminal: (v) => (v === '1' ? 'an effect ran after its record was terminal' : ''),
