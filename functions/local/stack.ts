@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { SETTINGS } from '../contract/environment';
 import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
@@ -111,8 +111,12 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     for (const part of started.reverse()) await part.stop().catch(() => undefined);
   };
   try {
-    await mkdir(settings.workspaceDir, { recursive: true });
-    await mkdir(settings.ledgerDir, { recursive: true });
+    await mkdir(settings.workspaceDir, { recursive: true, mode: 0o700 });
+    await mkdir(settings.ledgerDir, { recursive: true, mode: 0o700 });
+    // The ledger holds arguments and results, the workspace the files tools wrote: the data folder and
+    // its two folders are the user's alone, whatever the umask or an older start made them.
+    for (const folder of [settings.dataDir, settings.ledgerDir, settings.workspaceDir])
+      await chmod(folder, 0o700);
     const lock = await lockDataFolder(settings.dataDir);
     started.push({ stop: () => lock.release() });
     const repair = await repairLedger(settings);
