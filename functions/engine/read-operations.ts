@@ -36,6 +36,9 @@ export interface ListOptions {
 /** Most records a listing page returns. */
 export const MAX_LIST_LIMIT = 100;
 
+/** Most index pages one listing request reads (each is at most `limit` entries). */
+export const MAX_PAGES_PER_LISTING = 8;
+
 /**
  * The tenant's unresolved operations, newest first (`GET /v1/operations`, the contract's §5), through the sparse
  * `unresolved` GSI: terminal records are not in it, so the cost is that of the reconciliation queue.
@@ -70,8 +73,13 @@ export async function listUnresolved(deps: LedgerDeps, tenant: string, options: 
   const items: OperationRecord[] = [];
   let next = cursor;
   try {
-    // A state filter is applied after the key condition, so a page may come back short: keep reading.
+    // A state filter is applied after the key condition, so a page may come back short: keep reading,
+    // but at most MAX_PAGES_PER_LISTING pages per request. A listing whose filter matches little of
+    // the queue answers a short (even empty) page with a cursor rather than read the whole queue in
+    // one request; the client's next request goes on from there.
+    let pages = 0;
     do {
+      pages += 1;
       const page = await deps.store.listUnresolved(tenant, {
         limit: limit - items.length,
         shards: deps.config.unresolvedShards,
@@ -80,7 +88,7 @@ export async function listUnresolved(deps: LedgerDeps, tenant: string, options: 
       });
       items.push(...page.items);
       next = page.cursor;
-    } while (next !== undefined && items.length < limit);
+    } while (next !== undefined && items.length < limit && pages < MAX_PAGES_PER_LISTING);
   } catch (error) {
     if (error instanceof InvalidCursorError) {
       throw new ValidationError('the cursor is not one this API issued', [
