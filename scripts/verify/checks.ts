@@ -119,7 +119,7 @@ export const CHECKS: readonly Check[] = [
     defines: POLICY_CHANGE,
     expect: 'holds',
     about:
-      "no effect of the key's operation after its record is terminal when the tool is redeployed as a read: a retry is its replay",
+      "no effect of the key's operation after its record is terminal when the tool is redeployed as a read and back as a write, at any moment: the policy bound to the reservation governs, a retry is its replay",
   },
   {
     name: 'approved_digest/policy-change',
