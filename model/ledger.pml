@@ -14,7 +14,7 @@
  * GetItem) are separate steps: anything may happen between a read and the write that follows it.
  *
  * Switches (spin -D): TOOL_KIND, APPROVAL pin the tool; POLICY_CHANGE lets a deployment redeploy the
- * tool as a read at any moment (the policy bound to the reservation then governs); BROKEN_* are
+ * tool as a read and back at any moment (the policy bound to the reservation then governs); BROKEN_* are
  * deliberately wrong variants that SPIN must refute (scripts/verify/checks.ts), run with
  * NO_TABLE_ASSERTS so that the property, not the table check, is what fails; LIVENESS, RECONCILERS,
  * FIRST_MODE, FIRST_TRIES, MAXRESV and NO_SECOND_CALLER choose the cast and bounds.
@@ -75,6 +75,7 @@ byte dig;           /* arguments_digest (1, 2) */
 byte chk;           /* reconcile_checks */
 byte outBy;         /* outcome_by: the lease owner whose outcome is stored */
 byte rpol;          /* policy: the effect the record was reserved under (E_WRITE here: reads reserve nothing) */
+bool maybe;         /* maybe_applied: an uncertain attempt was retried on the target's dedupe, not its word */
 
 /* ---- the world ---- */
 byte tool;          /* the key's tool kind */
@@ -96,6 +97,7 @@ bool effNoAppr;     /* an effect ran without an approval of its digest */
 bool effWrongDig;   /* an effect ran with arguments other than its reservation's */
 bool termChanged;   /* a write changed a terminal, unexpired record */
 bool effAfterTerminal; /* an effect of the key's operation ran while its record was terminal */
+bool exhaustHid;    /* attempts ran out into failed_terminal although an effect of the reservation ran */
 
 #define ALIVE(s) (s != S_none && !(TERMINAL(s) && expd))
 
@@ -176,6 +178,27 @@ bool effAfterTerminal; /* an effect of the key's operation ran while its record 
 #endif
 #define KNOWN(o) (o == S_succeeded || o == S_failed_terminal)
 
+/*
+ * Attempts used up (exhaust_attempts, the contract's §7): failed_terminal only when every attempt is
+ * known not to have applied; after an uncertain attempt retried on the target's dedupe (`maybe`), an
+ * operator decides. BROKEN_EXHAUST_IGNORES_MAYBE ends every exhausted operation failed_terminal.
+ */
+#ifdef BROKEN_EXHAUST_IGNORES_MAYBE
+#define EXHAUST_MAYBE (false)
+#else
+#define EXHAUST_MAYBE (maybe)
+#endif
+#define EXHAUST(who) \
+  if \
+  :: EXHAUST_MAYBE -> \
+     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_needs_reconciliation) && BY_exhaust_attempts(who)); \
+     st = S_needs_reconciliation \
+  :: else -> \
+     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(who)); \
+     st = S_failed_terminal; \
+     if :: applied[resv] > 0 -> exhaustHid = true :: else -> skip fi \
+  fi
+
 /* Where a caller goes after handling the record it found. */
 #define A_NEXT    1
 #define A_DONE    2
@@ -221,7 +244,7 @@ inline handle_existing() {
 #endif
   :: ALIVE(st) && DIGOK && TERMINAL(st) -> act = A_DONE          /* replayed */
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att >= MAXATT ->
-     CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_worker)); st = S_failed_terminal;
+     EXHAUST(ACT_worker);
      act = A_NEXT
   :: ALIVE(st) && DIGOK && st == S_failed_retryable && att < MAXATT && mode == M_ASYNC -> ENQUEUE(); act = A_NEXT
   :: ALIVE(st) && DIGOK && ((st == S_failed_retryable && att < MAXATT && mode != M_ASYNC) || (st == S_queued && mode == M_EXEC)) && DRIFT ->
@@ -279,7 +302,7 @@ end_next:
      atomic {
        if
        :: !ALIVE(st) && resv < MAXRESV ->
-          resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0; rpol = toolEff;
+          resv++; myResv = resv; rdig[resv] = d; dig = d; chk = 0; outBy = 0; outAtt = 0; rpol = toolEff; maybe = false;
           leaseExp = false; apprExp = false; expd = false;
           if
           :: needAppr -> assert(FROM_reserve_awaiting_approval(S_none) && BY_reserve_awaiting_approval(ACT_reserve)); st = S_awaiting_approval; att = 0; act = A_NEXT
@@ -409,7 +432,7 @@ done:
  */
 proctype Reconciler() {
   byte a, c, r;
-  bool verdict, known;
+  bool verdict, known, asked;
 end_loop:
   do
 #ifndef BROKEN_NO_LEASE_EXPIRY
@@ -418,8 +441,7 @@ end_loop:
 #endif
   :: atomic { ALIVE(st) && st == S_queued && msgs < MAXMSG ->   /* stale: enqueue again, look later */
        CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); msgs++ }
-  :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT ->
-       CHECKED(FROM_exhaust_attempts(st) && TO_exhaust_attempts(S_failed_terminal) && BY_exhaust_attempts(ACT_reconciler)); st = S_failed_terminal }
+  :: atomic { ALIVE(st) && st == S_failed_retryable && att >= MAXATT -> EXHAUST(ACT_reconciler) }
   :: atomic { ALIVE(st) && st == S_failed_retryable && att < MAXATT && msgs < MAXMSG ->
        CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); msgs++ }
 #ifndef BROKEN_NO_APPROVAL_EXPIRY
@@ -432,7 +454,7 @@ end_loop:
        if
        :: tool == T_REC ->
           if
-          :: known = true; verdict = marker[DKEY(r)]
+          :: known = true; verdict = marker[DKEY(r)]; asked = true
           :: known = false                            /* unknown: the target did not answer */
           fi
        :: tool == T_IDEM -> known = true; verdict = false   /* retried with the same downstream key */
@@ -449,6 +471,7 @@ end_loop:
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_succeeded) && BY_reconcile(ACT_reconciler)); st = S_succeeded
        :: st == S_uncertain && att == a && SAME_RESV(r) && known && !verdict ->
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_failed_retryable) && BY_reconcile(ACT_reconciler)); st = S_failed_retryable;
+          if :: !asked -> maybe = true :: else -> skip fi;   /* downstream_idempotent_retry: maybe_applied */
           if :: att < MAXATT -> ENQUEUE() :: else -> skip fi
        :: st == S_uncertain && att == a && SAME_RESV(r) && !known && c + 1 >= MAXCHK ->
           CHECKED(FROM_reconcile(st) && TO_reconcile(S_needs_reconciliation) && BY_reconcile(ACT_reconciler)); st = S_needs_reconciliation
@@ -456,7 +479,7 @@ end_loop:
           CHECKED(FROM_defer_attention(st) && TO_defer_attention(st) && BY_defer_attention(ACT_reconciler)); chk = c + 1
        :: else -> skip
        fi;
-       a = 0; c = 0; r = 0; verdict = false; known = false
+       a = 0; c = 0; r = 0; verdict = false; known = false; asked = false
      }
   od
 }
@@ -573,8 +596,12 @@ end_loop:
    */
   :: atomic { TERMINAL(st) && !expd && resv < MAXRESV -> expd = true; msgs = 0 }
 #ifdef POLICY_CHANGE
-  /* a deployment redeploys the tool as a read (an upstream's new readOnlyHint), at any moment */
+  /*
+   * A deployment redeploys the tool as a read (an upstream's new readOnlyHint), at any moment, and
+   * back as a write (an upstream that changes its hints between listings).
+   */
   :: atomic { toolEff == E_WRITE -> toolEff = E_READ }
+  :: atomic { toolEff == E_READ -> toolEff = E_WRITE }
 #endif
   od
 }
@@ -632,5 +659,7 @@ ltl superseded_ignored { [] (outAtt == 0 || outAtt == att) }
 ltl success_is_own_effect { [] (st == S_succeeded -> applied[resv] > 0) }
 /* no effect of the key's operation after its record is terminal, whatever the tool is redeployed as */
 ltl no_effect_after_terminal { [] !effAfterTerminal }
+/* attempts that ran out end failed_terminal only when no attempt applied; otherwise an operator decides */
+ltl exhausted_truthful { [] !exhaustHid }
 /* every operation eventually terminal or in front of an operator (weak fairness, bounded crashes) */
 ltl settles { [] (ALIVE(st) -> <> (TERMINAL(st) || st == S_needs_reconciliation)) }

@@ -7,6 +7,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_META_OPERATION_ID, ToolLedgerMcpClient } from '../../client/mcp';
 import { signingFetch } from '../../client/mcp-fetch';
+import { assertOperationId } from '../../client/operation-id';
 import { type Command, integerOption, stringOption } from '../command';
 import { type Connection, signerFor } from '../connection';
 import { MCP_META_ID_SOURCE, SESSION_WINDOW_SECONDS, SessionWindow } from '../mcp-session-window';
@@ -123,8 +124,9 @@ export async function runStdioBridge(connection: Connection, options: StdioBridg
     if (operationId === undefined && options.operationIds === 'per-call')
       operationId = `bridge:${randomUUID()}`;
     if (fromWindow) operationId = window.idFor(name, args);
-    if (typeof operationId !== 'string') {
-      // Forwarded as it came: the ledger refuses a write without an ID, and says why.
+    if (typeof operationId !== 'string' || !isOperationId(operationId)) {
+      // Forwarded as it came: the ledger refuses a write without a valid ID (empty, too long, a
+      // control character) with a tool result that says why, never a JSON-RPC internal error.
       return deployment.callTool(request.params, undefined, { signal: extra.signal });
     }
     const result = await ledger.callTool(
@@ -145,4 +147,14 @@ export async function runStdioBridge(connection: Connection, options: StdioBridg
   stdin.once('end', () => void server.close());
   await closed;
   await deployment.close();
+}
+
+/** Whether the ledger's client would send this operation ID (1 to 255 characters, 0x21-0x7E). */
+function isOperationId(id: string): boolean {
+  try {
+    assertOperationId(id);
+    return true;
+  } catch {
+    return false;
+  }
 }

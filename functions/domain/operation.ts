@@ -68,6 +68,11 @@ export interface OperationRecord {
   /** Retention of the terminal record, seconds. */
   retention_seconds: number;
   requested_by: string;
+  /**
+   * The requester is unknown: the work came through a queue that carries no identity (local mode).
+   * No approval can be told apart from a self-approval.
+   */
+  requester_unidentified?: boolean;
   /** Unique per reservation attempt: recognises our own PutItem whose response was lost. */
   reservation_id: string;
   /** The record's format (functions/contract/table.ts `RECORD_FORMAT`); absent on format 1 records written before it was stored. */

@@ -42,3 +42,62 @@ export function canonicalArn(arn: string): string {
 export function samePrincipalForApproval(a: string, b: string): boolean {
   return canonicalArn(a) === canonicalArn(b);
 }
+
+/** Prefix of the requester recorded for work whose queue stamped its sender (SQS `SenderId`). */
+const QUEUE_SENDER = 'sqs-sender:';
+
+/**
+ * The requester of work sent through a queue (the contract, §5 and §6): whoever put the message on the
+ * queue asked for the operation. On AWS SQS stamps every message with its sender's IAM unique ID
+ * (`AROA…:<session>` for an assumed role, `AIDA…` for a user), which no producer can choose; that is
+ * the requester. A queue that carries no identity (local mode's) gives none: the record says so
+ * (`unidentified`), and no approval of it can be told apart from a self-approval.
+ *
+ * @example
+ * ```ts
+ * queueRequester('AROAEXAMPLE:orchestrator-7', 'acme'); // { principal: 'sqs-sender:AROAEXAMPLE:orchestrator-7', unidentified: false }
+ * queueRequester(undefined, 'acme');                    // { principal: 'queue:acme', unidentified: true }
+ * ```
+ */
+export function queueRequester(
+  senderId: string | undefined,
+  tenant: string,
+): { principal: string; unidentified: boolean } {
+  if (senderId !== undefined && senderId !== '') {
+    return { principal: `${QUEUE_SENDER}${senderId}`, unidentified: false };
+  }
+  return { principal: `queue:${tenant}`, unidentified: true };
+}
+
+/** What the self-approval rule knows of an approver: its principal and, on AWS, its IAM unique ID. */
+export interface Approver {
+  principal: string;
+  /** API Gateway's `identity.caller`: `AROA…:<session>` for an assumed role, `AIDA…` for a user. */
+  uniqueId?: string | undefined;
+}
+
+/**
+ * Whether an approval would be the requester approving its own operation. A requester the queue did
+ * not identify cannot be told apart from anyone: every approval counts as a self-approval. A queue
+ * sender is compared by its IAM unique ID without the session (whoever assumes the role picks the
+ * session name); an approver whose unique ID is unknown cannot be told apart from it either.
+ * Otherwise principals compare as {@link samePrincipalForApproval} says.
+ */
+export function isSelfApproval(
+  requester: { requested_by: string; requester_unidentified?: boolean | undefined },
+  approver: Approver,
+): boolean {
+  if (requester.requester_unidentified === true) return true;
+  if (requester.requested_by.startsWith(QUEUE_SENDER)) {
+    if (approver.uniqueId === undefined || approver.uniqueId === '') return true;
+    const sender = requester.requested_by.slice(QUEUE_SENDER.length);
+    return uniqueIdOf(sender) === uniqueIdOf(approver.uniqueId);
+  }
+  return samePrincipalForApproval(requester.requested_by, approver.principal);
+}
+
+/** `AROAEXAMPLE:session` → `AROAEXAMPLE`: a role's sessions are the role. */
+function uniqueIdOf(id: string): string {
+  const colon = id.indexOf(':');
+  return colon === -1 ? id : id.slice(0, colon);
+}

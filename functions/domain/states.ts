@@ -113,7 +113,7 @@ export const TRANSITIONS: Readonly<Record<TransitionName, TransitionRule>> = {
   // A record whose attempts are used up is closed by whoever meets it next: a caller or the executor
   // about to claim it (engine/submit-operation.ts), or the reconciler's pass (engine/reconcile.ts).
   // With attempts left none, an operation that may have applied (an uncertain attempt retried on the
-  // target's dedupe) goes to an operator instead (the contract, §7; operations their caller executes).
+  // target's dedupe) goes to an operator instead (the contract, §7), whoever executes it.
   exhaust_attempts: {
     from: ['failed_retryable'],
     to: ['failed_terminal', 'needs_reconciliation'],

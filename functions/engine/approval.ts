@@ -1,7 +1,7 @@
 import { isDigest } from '../domain/digest';
 import { AccessError, ApprovalMismatchError, StateChangedError, ValidationError } from '../domain/errors';
 import { type ApprovalRecord, isCallerExecuted, type OperationRecord } from '../domain/operation';
-import { samePrincipalForApproval } from '../domain/principal';
+import { isSelfApproval } from '../domain/principal';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { getOperation } from './read-operations';
 import { enqueueQuietly, toolOf } from './stored-call';
@@ -12,6 +12,8 @@ export interface ApprovalRequest {
   tenant: string;
   /** Principal label of the approver. */
   principal: string;
+  /** The approver's IAM unique ID, where known (AWS): compared with a queue sender's. */
+  principalUniqueId?: string;
   operationId: string;
   decision: unknown;
   argumentsDigest: unknown;
@@ -66,10 +68,12 @@ export async function decideApproval(
     throw new StateChangedError('the operation is no longer awaiting approval', { state: record.state });
   }
   // The contract (§5) forbids approving one's own operation; withdrawing it (reject) is always allowed. A second
-  // session name of the requester's own role is still the requester (the contract, §1, principal).
+  // session name of the requester's own role is still the requester (the contract, §1, principal); so
+  // is the role that sent the work through the queue, and a requester the queue did not identify
+  // cannot be told apart from the approver.
   if (
     decision === 'approve' &&
-    samePrincipalForApproval(record.requested_by, request.principal) &&
+    isSelfApproval(record, { principal: request.principal, uniqueId: request.principalUniqueId }) &&
     !deps.config.allowSelfApproval
   ) {
     throw new AccessError('self_approval', 'the requester of an operation may not approve it');

@@ -47,6 +47,9 @@ export interface ListOptions {
 /** Most records a listing page returns. */
 export const MAX_LIST_LIMIT = 100;
 
+/** Most index pages one listing request reads (each is at most `limit` entries). */
+export const MAX_PAGES_PER_LISTING = 8;
+
 /**
  * Index entries one listing request goes through at most: a page whose filter matches rarely comes
  * back short (even empty) with a cursor rather than keep a request reading the tenant's whole history.
@@ -123,8 +126,13 @@ export async function listOperations(
   let next = options.cursor as string | undefined;
   let examined = 0;
   try {
-    // A filter is applied to what is read, so a round may come back short: keep reading, within bounds.
+    // A filter is applied to what is read, so a round may come back short: keep reading, within
+    // bounds (MAX_PAGES_PER_LISTING rounds, MAX_LIST_EXAMINED entries). A listing whose filter matches
+    // little answers a short (even empty) page with a cursor rather than read the whole history in one
+    // request; the client's next request goes on from there.
+    let pages = 0;
     do {
+      pages += 1;
       const page = await deps.store.listTenant(tenant, {
         ...query,
         limit: limit - items.length,
@@ -133,7 +141,12 @@ export async function listOperations(
       items.push(...page.items);
       next = page.cursor;
       examined += page.examined;
-    } while (next !== undefined && items.length < limit && examined < MAX_LIST_EXAMINED);
+    } while (
+      next !== undefined &&
+      items.length < limit &&
+      examined < MAX_LIST_EXAMINED &&
+      pages < MAX_PAGES_PER_LISTING
+    );
   } catch (error) {
     if (error instanceof InvalidCursorError) {
       throw new ValidationError('the cursor is not one this API issued', [

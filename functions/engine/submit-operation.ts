@@ -79,6 +79,7 @@ export async function submitOperation(
     throw error;
   }
   const caller: Caller = { tenant: request.tenant, principal: request.principal };
+  if (request.requesterUnidentified === true) caller.requesterUnidentified = true;
   if (request.agentRunId !== undefined) caller.agentRunId = request.agentRunId;
   const cached = deps.cache.get(operationKey(request.tenant, call.operationId).pk, req.now);
   if (cached) return existingRecord(deps, req, call, cached, request);

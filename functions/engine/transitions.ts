@@ -52,6 +52,8 @@ export interface Lease {
 export interface Caller {
   tenant: string;
   principal: string;
+  /** The requester is unknown (work from a queue that carries no identity): see `requester_unidentified`. */
+  requesterUnidentified?: boolean;
   agentRunId?: string;
 }
 
@@ -123,6 +125,7 @@ export async function reserve(
     policy,
     retention_seconds: call.tool.retention ?? deps.config.retentionSeconds,
     requested_by: caller.principal,
+    ...(caller.requesterUnidentified === true ? { requester_unidentified: true } : {}),
     reservation_id: randomUUID(),
     record_format: RECORD_FORMAT,
     created_at: nowIso,
@@ -365,12 +368,11 @@ export async function extendLease(
 
 /**
  * `failed_retryable → failed_terminal` with `attempts_exhausted` (`exhaust_attempts`): no attempt is
- * left. For an operation its caller executes, when an earlier attempt's outcome was uncertain and it
- * was retried only because the target dedupes on the downstream key (`maybe_applied`), the contract's
- * §7 rule applies instead: a terminal failure must never hide an effect that may have happened, so the
- * operation goes to an operator (`needs_reconciliation`, `attempts_exhausted_maybe_applied`).
- * Operations the ledger executes keep ending `failed_terminal` with an error that says so (a decision
- * left to the reconciler rules of those operations).
+ * left, and every attempt is known not to have applied. When an earlier attempt's outcome was
+ * uncertain and it was retried only because the target dedupes on the downstream key
+ * (`maybe_applied`), the contract's §7 rule applies instead, whoever executes the operation: a
+ * terminal failure must never hide an effect that may have happened, so the operation goes to an
+ * operator (`needs_reconciliation`, `attempts_exhausted_maybe_applied`).
  */
 export async function exhaustAttempts(
   deps: LedgerDeps,
@@ -378,7 +380,7 @@ export async function exhaustAttempts(
   record: OperationRecord,
   tool: AnyTool | undefined,
 ): Promise<WriteResult> {
-  if (isCallerExecuted(record) && record.maybe_applied) {
+  if (record.maybe_applied) {
     return write(deps, req, record, tool, {
       transition: 'exhaust_attempts',
       expect: { states: ['failed_retryable'], attempt: record.attempt },
@@ -402,9 +404,7 @@ export async function exhaustAttempts(
       outcome_code: 'attempts_exhausted',
       error: {
         code: 'attempts_exhausted',
-        message: record.maybe_applied
-          ? `all ${record.max_attempts} attempts are used; an earlier attempt's outcome was uncertain, so the target may have applied it`
-          : `all ${record.max_attempts} attempts ended without the effect`,
+        message: `all ${record.max_attempts} attempts ended without the effect`,
       },
       updated_at: iso(req.now),
       ...terminalFields(record, req.now),

@@ -75,7 +75,13 @@ export class IamAuthenticator implements Authenticator {
     }
     const entry = this.byArn.get(canonicalArn(arn));
     if (!entry) throw new AccessError('forbidden', 'this IAM principal is not a member of any tenant');
-    return { tenant: entry.tenant, principal: arn, roles: entry.roles };
+    const uniqueId = event.requestContext.identity.caller;
+    return {
+      tenant: entry.tenant,
+      principal: arn,
+      ...(typeof uniqueId === 'string' && uniqueId !== '' ? { uniqueId } : {}),
+      roles: entry.roles,
+    };
   }
 }
 

@@ -14,6 +14,8 @@ export const ROLES: readonly Role[] = LEDGER_ROLES;
 export interface Identity {
   tenant: string;
   principal: string;
+  /** The caller's IAM unique ID (`AROA…:<session>`), where the authenticator knows it (AWS). */
+  uniqueId?: string;
   roles: ReadonlySet<Role>;
 }
 

@@ -160,6 +160,7 @@ async function approve(ctx: RouteContext): Promise<ApiResponse> {
     const { record } = await decideApproval(deps, req, {
       tenant: identity.tenant,
       principal: identity.principal,
+      ...(identity.uniqueId === undefined ? {} : { principalUniqueId: identity.uniqueId }),
       operationId,
       decision: body.decision,
       argumentsDigest: body.arguments_digest,

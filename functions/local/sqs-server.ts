@@ -16,8 +16,24 @@ export interface LocalSqs {
   endpoint: string;
   /** A client for this server. */
   client: SQSClient;
+  /** What a queue holds now (fauxqs's inspection route; nothing moves). */
+  messages(queueName: string): Promise<QueueMessages>;
   /** Stops the server; pending long polls end with an error. */
   stop(): Promise<void>;
+}
+
+/** One message as fauxqs's inspection reports it. */
+export interface InspectedMessage {
+  body: string;
+  /** Epoch ms before which a delayed message is invisible. */
+  delayUntil?: number;
+}
+
+/** A queue's messages, by where they are. */
+export interface QueueMessages {
+  ready: InspectedMessage[];
+  delayed: InspectedMessage[];
+  inflight: InspectedMessage[];
 }
 
 /** The work queue and its dead-letter queue. */
@@ -63,6 +79,27 @@ export async function startLocalSqs(port: number): Promise<LocalSqs> {
   return {
     endpoint,
     client,
+    async messages(queueName) {
+      // In-process (fastify's inject), so the loopback guard of the listening socket is not involved.
+      const res = await app.inject({
+        method: 'GET',
+        url: `/_fauxqs/queues/${encodeURIComponent(queueName)}`,
+      });
+      if (res.statusCode !== 200)
+        throw new Error(`local SQS cannot list queue ${queueName} (${res.statusCode})`);
+      const state = res.json() as {
+        messages: {
+          ready: InspectedMessage[];
+          delayed: InspectedMessage[];
+          inflight: { message: InspectedMessage }[];
+        };
+      };
+      return {
+        ready: state.messages.ready,
+        delayed: state.messages.delayed,
+        inflight: state.messages.inflight.map((entry) => entry.message),
+      };
+    },
     async stop() {
       client.destroy();
       await app.close();

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { SETTINGS } from '../contract/environment';
 import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
@@ -10,6 +10,7 @@ import { ExecutorLoop } from './executor-loop';
 import { HttpAdapter } from './http-adapter';
 import { LedgerLockedError, type RepairReport, repairIndexes } from './index-repair';
 import type { LocalFunction } from './lambda-context';
+import { keepQueue, keptQueueFile, restoreQueue } from './queue-keeper';
 import { ReconcilerLoop } from './reconciler-loop';
 import type { LocalSettings } from './settings';
 import { createWorkQueues, type LocalSqs, type LocalWorkQueues, startLocalSqs } from './sqs-server';
@@ -110,8 +111,12 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     for (const part of started.reverse()) await part.stop().catch(() => undefined);
   };
   try {
-    await mkdir(settings.workspaceDir, { recursive: true });
-    await mkdir(settings.ledgerDir, { recursive: true });
+    await mkdir(settings.workspaceDir, { recursive: true, mode: 0o700 });
+    await mkdir(settings.ledgerDir, { recursive: true, mode: 0o700 });
+    // The ledger holds arguments and results, the workspace the files tools wrote: the data folder and
+    // its two folders are the user's alone, whatever the umask or an older start made them.
+    for (const folder of [settings.dataDir, settings.ledgerDir, settings.workspaceDir])
+      await chmod(folder, 0o700);
     const lock = await lockDataFolder(settings.dataDir);
     started.push({ stop: () => lock.release() });
     const repair = await repairLedger(settings);
@@ -134,6 +139,14 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     const work = new SqsWorkQueue(sqs.client, queues.queueUrl);
     const resentAt = Date.now();
     for (const record of repair.queued) await work.enqueue(workMessageFor(record, resentAt));
+    // What the queues held at the last clean stop (queue-keeper.ts): accepted work is never lost.
+    const restored =
+      (await restoreQueue(sqs.client, queues.queueUrl, keptQueueFile(settings.dataDir, WORK_QUEUE_NAME))) +
+      (await restoreQueue(
+        sqs.client,
+        queues.deadLetterQueueUrl,
+        keptQueueFile(settings.dataDir, `${WORK_QUEUE_NAME}-dlq`),
+      ));
     const { queued, ...found } = repair;
     logger.info('ledger indexes checked', {
       records: found.records,
@@ -142,6 +155,7 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       stale: found.stale,
       orphaned: found.orphaned,
       requeued: queued.length,
+      restored_messages: restored,
       duration_ms: Math.round(found.durationMs),
     });
     Object.assign(
@@ -206,6 +220,14 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
           ...executorLoops.map((loop) => loop.stop(graceMs)),
           reconcilerLoop.stop(graceMs),
         ]);
+        // Nothing polls the queues any more: what they still hold is kept for the next start.
+        const kept = await keepAll(sqs, settings.dataDir).catch((error: unknown) => {
+          logger.error('local queues not kept', {
+            error_class: error instanceof Error ? error.name : 'error',
+          });
+          return -1;
+        });
+        if (kept > 0) logger.info('local queues kept', { messages: kept });
         await sqs.stop();
         await dynamo.stop();
         await lock.release();
@@ -216,6 +238,15 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     await stopStarted();
     throw error;
   }
+}
+
+/** Keeps the work queue and its DLQ in the data folder; returns how many messages were kept. */
+async function keepAll(sqs: LocalSqs, dataDir: string): Promise<number> {
+  let kept = 0;
+  for (const name of [WORK_QUEUE_NAME, `${WORK_QUEUE_NAME}-dlq`]) {
+    kept += await keepQueue(await sqs.messages(name), keptQueueFile(dataDir, name));
+  }
+  return kept;
 }
 
 /**

@@ -21,6 +21,13 @@ export const RELIST_AFTER_MS = 30_000;
  * Listings are never refreshed once they succeeded: a tool's schema is part of its digest's
  * normalization, so it changes with a deployment, not under a running one.
  *
+ * Only the first listing is waited for (a cold start, which has nothing to serve without it); a later
+ * one, of an upstream whose listing failed, runs in the background and its tools appear once it ends,
+ * so no request (an unauthenticated one least of all) waits for a hanging upstream. Upstreams are
+ * isolated from each other and from the deployment's tools: a tool name an upstream lists twice, or
+ * one that is already a deployment's tool, is not served (logged with the upstream's name), and every
+ * other tool still is.
+ *
  * @example
  * ```ts
  * const gateway = new UpstreamGateway(parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams)), baseTools);
@@ -32,6 +39,7 @@ export class UpstreamGateway {
   private readonly failedAt = new Map<string, number>();
   private current: ToolRegistry;
   private pending: Promise<ToolRegistry> | undefined;
+  private firstListed = false;
 
   constructor(
     readonly upstreams: readonly McpUpstream[],
@@ -51,14 +59,21 @@ export class UpstreamGateway {
     // Concurrent invocations (local mode) share one listing.
     this.pending ??= this.list(due).finally(() => {
       this.pending = undefined;
+      this.firstListed = true;
     });
-    return this.pending;
+    // After the first listing, a new one never holds up a request: it serves what is listed now.
+    return this.firstListed ? this.current : this.pending;
+  }
+
+  /** Resolves once no listing is running (for tests and a clean stop). */
+  async settled(): Promise<void> {
+    await this.pending?.catch(() => undefined);
   }
 
   private async list(due: readonly McpUpstream[]): Promise<ToolRegistry> {
     // The MCP SDK's client and Ajv are loaded with the first listing: a deployment without upstreams,
     // and every handler's cold start, never pays for them.
-    const [{ listUpstreamTools }, { upstreamTool }] = await Promise.all([
+    const [{ listUpstreamTools, MAX_UPSTREAM_TOOLS }, { upstreamTool }] = await Promise.all([
       import('./upstream-client'),
       import('./upstream-tool'),
     ]);
@@ -66,8 +81,31 @@ export class UpstreamGateway {
       due.map(async (upstream) => {
         try {
           const tools = await listUpstreamTools(upstream, LIST_TIMEOUT_MS);
-          const served: AnyTool[] = [];
+          if (tools.length > MAX_UPSTREAM_TOOLS) {
+            logger.warn('upstream tools not served', { upstream: upstream.name, code: 'too_many_tools' });
+          }
+          // A name listed twice with different definitions is ambiguous (which schema, which hints?):
+          // neither is served. The same entry listed again (a page repeated) is served once.
+          const byName = new Map<string, string>();
+          const ambiguous = new Set<string>();
           for (const listed of tools) {
+            const seen = byName.get(listed.name);
+            const definition = JSON.stringify(listed);
+            if (seen === undefined) byName.set(listed.name, definition);
+            else if (seen !== definition) ambiguous.add(listed.name);
+          }
+          const served: AnyTool[] = [];
+          const taken = new Set<string>();
+          for (const listed of tools.slice(0, MAX_UPSTREAM_TOOLS)) {
+            if (ambiguous.has(listed.name)) {
+              logger.warn('upstream tool not served', {
+                upstream: upstream.name,
+                code: 'tool_name_repeated',
+              });
+              continue;
+            }
+            if (taken.has(listed.name)) continue;
+            taken.add(listed.name);
             try {
               const tool = upstreamTool(upstream, listed);
               if (tool) served.push(tool);
@@ -98,12 +136,23 @@ export class UpstreamGateway {
       }),
     );
     const tools = [...this.base];
-    for (const upstream of this.upstreams) tools.push(...(this.listed.get(upstream.name) ?? []));
+    const names = new Set(tools.map((tool) => tool.name));
+    for (const upstream of this.upstreams) {
+      for (const tool of this.listed.get(upstream.name) ?? []) {
+        // A deployment tool already named `<upstream>.<tool>` wins; only the upstream's tool is dropped.
+        if (names.has(tool.name)) {
+          logger.warn('upstream tool not served', { upstream: upstream.name, code: 'tool_name_taken' });
+          continue;
+        }
+        names.add(tool.name);
+        tools.push(tool);
+      }
+    }
     try {
       this.current = new ToolRegistry(tools);
     } catch (error) {
-      // A deployment tool already named `<upstream>.<tool>`: keep serving what was served before.
-      logger.error('upstream tools clash with deployment tools', { error_class: errorClass(error) });
+      // Not expected (names are unique above); keep serving what was served before.
+      logger.error('upstream tools not registered', { error_class: errorClass(error) });
     }
     return this.current;
   }

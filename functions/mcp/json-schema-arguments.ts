@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { RE2JS } from 're2js';
 import * as z from 'zod';
 
 /**
@@ -14,14 +15,39 @@ import * as z from 'zod';
  * receives is what the caller sent, plus its own defaults.
  *
  * Ajv is configured as the MCP SDK configures it for its own validation (draft 2020-12 keywords it
- * knows, unknown keywords ignored, formats checked), so the gateway refuses what the SDK would.
+ * knows, unknown keywords ignored, formats checked), so the gateway refuses what the SDK would, with
+ * one difference: a schema's `pattern` and `patternProperties` run on RE2 (re2js), whose matching
+ * time is linear in the input. An upstream's schema is not the deployment's code: a backtracking
+ * pattern such as `^([a-z0-9]+)+$` would otherwise freeze every tenant's requests. A pattern RE2
+ * cannot compile (backreferences, lookaround) makes the tool unusable (not served). A schema larger
+ * than {@link MAX_INPUT_SCHEMA_BYTES} is not served either.
  */
+
+/** Largest upstream input schema served, as JSON bytes. */
+export const MAX_INPUT_SCHEMA_BYTES = 64 * 1024;
+
+/** Ajv's regular-expression engine: RE2, linear time; `u` is RE2's default. */
+const linearRegExp = Object.assign(
+  (pattern: string) => {
+    const compiled = RE2JS.compile(pattern);
+    return { test: (input: string) => compiled.test(input) };
+  },
+  { code: 're2js' },
+);
 
 // ajv-formats is CommonJS with a default export; under ESM interop it may arrive wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
   addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
 
-const ajv = addFormats(new Ajv({ strict: false, validateSchema: false, allErrors: true, useDefaults: true }));
+const ajv = addFormats(
+  new Ajv({
+    strict: false,
+    validateSchema: false,
+    allErrors: true,
+    useDefaults: true,
+    code: { regExp: linearRegExp },
+  }),
+);
 
 /** An upstream's input schema that cannot be compiled: the tool is not served. */
 export class UnusableSchemaError extends Error {
@@ -44,6 +70,9 @@ export class UnusableSchemaError extends Error {
 export function jsonSchemaArguments(jsonSchema: Record<string, unknown>): z.ZodType<Record<string, unknown>> {
   if (jsonSchema.type !== 'object') {
     throw new UnusableSchemaError('an MCP tool input schema must have type "object"');
+  }
+  if (Buffer.byteLength(JSON.stringify(jsonSchema)) > MAX_INPUT_SCHEMA_BYTES) {
+    throw new UnusableSchemaError(`the input schema is larger than ${MAX_INPUT_SCHEMA_BYTES} bytes`);
   }
   let validate: ValidateFunction;
   try {

@@ -33,6 +33,9 @@ export async function handleMcp({ deps, req, request, identity }: RouteContext):
   // limit leaves room for that, so the engine's own 32-level check on the arguments is the one that
   // answers (a tool result naming the field), while a hostile body is still refused before parsing.
   const body = request.jsonBody(MAX_ARGUMENTS_DEPTH + 8);
+  // MCP dropped JSON-RPC batches (protocol 2025-06-18): one request, one exchange. A batch would let
+  // one small body ask for hundreds of answers, each a tool call or a listing.
+  if (Array.isArray(body)) return batchRefused();
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     for (const value of request.headerValues(name)) headers.append(name, value);
@@ -51,6 +54,23 @@ export async function handleMcp({ deps, req, request, identity }: RouteContext):
   } finally {
     await server.close();
   }
+}
+
+/** A JSON-RPC batch: `Invalid Request` (-32600), HTTP 400, nothing handled. */
+function batchRefused(): ApiResponse {
+  return {
+    statusCode: 400,
+    headers: {
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: 'JSON-RPC batches are not supported: send one request per POST' },
+    }),
+  };
 }
 
 async function toApiResponse(response: Response): Promise<ApiResponse> {

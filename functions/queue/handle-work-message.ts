@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import { errorClass, LedgerError, LedgerUnavailableError } from '../domain/errors';
 import { parseIJson } from '../domain/i-json';
+import { queueRequester } from '../domain/principal';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { submitOperation } from '../engine/submit-operation';
 import { logger } from '../observability/logger';
@@ -73,10 +74,14 @@ export async function handleWorkMessage(
   if (message.not_after !== undefined && Date.parse(message.not_after) < req.now) {
     return { action: 'ack', code: 'not_after_passed' };
   }
+  // Whoever sent the message asked for the operation: its sender is the requester, so the role that
+  // sent it cannot approve it (the contract, §5). A queue without identity says so on the record.
+  const requester = queueRequester(sender?.id, message.tenant);
   try {
     const result = await submitOperation(deps, req, {
       tenant: message.tenant,
-      principal: `queue:${message.tenant}`,
+      principal: requester.principal,
+      ...(requester.unidentified ? { requesterUnidentified: true } : {}),
       operationId: message.operation_id,
       tool: message.tool,
       arguments: message.arguments,

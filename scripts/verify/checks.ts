@@ -121,7 +121,7 @@ export const CHECKS: readonly Check[] = [
     defines: POLICY_CHANGE,
     expect: 'holds',
     about:
-      "no effect of the key's operation after its record is terminal when the tool is redeployed as a read: a retry is its replay",
+      "no effect of the key's operation after its record is terminal when the tool is redeployed as a read and back as a write, at any moment: the policy bound to the reservation governs, a retry is its replay",
   },
   {
     name: 'approved_digest/policy-change',
@@ -129,6 +129,14 @@ export const CHECKS: readonly Check[] = [
     defines: [...APPROVAL, 'MAXRESV=1', 'POLICY_CHANGE'],
     expect: 'holds',
     about: 'an approval-bound write redeployed as a read still runs only after an approval of its digest',
+  },
+  {
+    name: 'exhausted_truthful',
+    property: 'exhausted_truthful',
+    defines: BASE,
+    expect: 'holds',
+    about:
+      "attempts that ran out end failed_terminal only when no attempt applied; after an uncertain attempt retried on the target's dedupe, an operator decides",
   },
   {
     name: 'settles',
@@ -278,6 +286,16 @@ export const CHECKS: readonly Check[] = [
     about:
       'the executor takes the read path for a tool that is a read now: the queued write runs unclaimed, stays queued, and runs again on the next re-send',
     shows: /the tool is redeployed as a read[\s\S]*EFFECT of reservation 1 \(count 2\)/,
+  },
+  {
+    name: 'broken/exhaust-ignores-maybe-applied',
+    property: 'exhausted_truthful',
+    defines: [...BASE, 'TOOL_KIND=T_IDEM', 'BROKEN_EXHAUST_IGNORES_MAYBE'],
+    expect: 'refuted',
+    about:
+      'attempts that ran out always end failed_terminal: after an applied attempt whose answer was lost and a deduped retry, the record says the effect never happened',
+    shows:
+      /EFFECT of reservation 1 \(count 1\)[\s\S]*Reconciler: record -> failed_retryable[\s\S]*record -> failed_terminal\n[^\n]*attempts ran out into failed_terminal after an effect$/,
   },
   {
     name: 'broken/late-outcome-applied',

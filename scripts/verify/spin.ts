@@ -147,6 +147,8 @@ const WATCHED: Record<string, (value: string) => string> = {
   effWrongDig: (v) => (v === '1' ? "an effect ran with another caller's arguments" : ''),
   termChanged: (v) => (v === '1' ? 'a write changed a terminal record' : ''),
   toolEff: (v) => (v === '2' ? 'the tool is redeployed as a read' : ''),
+  maybe: (v) => (v === '1' ? "retried on the target's dedupe: the effect may have happened" : ''),
+  exhaustHid: (v) => (v === '1' ? 'attempts ran out into failed_terminal after an effect' : ''),
   effAfterTerminal: (v) => (v === '1' ? 'an effect ran after its record was terminal' : ''),
   outAtt: (v) => (v === '0' ? '' : `outcome of attempt ${v} stored`),
   ...CALLER_WATCHED,

@@ -99,7 +99,7 @@ describe('reconciler', () => {
     expect(plain.starts).toHaveLength(1);
   });
 
-  it('a downstream-idempotent tool keeps retrying uncertain attempts with the same key until they run out, then says the effect may have happened', async () => {
+  it('a downstream-idempotent tool keeps retrying uncertain attempts with the same key until they run out, then goes to an operator, never failed_terminal', async () => {
     const idem = new ScriptedTool('test.idem', {
       reconcile: undefined,
       downstreamIdempotent: () => true,
@@ -111,8 +111,8 @@ describe('reconciler', () => {
     await drive(ledger);
     const record = await ledger.store.get(operationKey('acme', 'i-2'));
     expect(record).toMatchObject({
-      state: 'failed_terminal',
-      outcome_code: 'attempts_exhausted',
+      state: 'needs_reconciliation',
+      outcome_code: 'attempts_exhausted_maybe_applied',
       attempt: 2,
       maybe_applied: true,
     });
@@ -120,7 +120,7 @@ describe('reconciler', () => {
     expect(idem.starts).toHaveLength(2);
   });
 
-  it('an exhausted operation that was retried after an uncertain attempt says the effect may have happened', async () => {
+  it('an exhausted operation that was retried after an uncertain attempt goes to an operator and says the effect may have happened', async () => {
     const idem = new ScriptedTool('test.idem', {
       reconcile: undefined,
       downstreamIdempotent: () => true,
@@ -132,8 +132,8 @@ describe('reconciler', () => {
     await drive(ledger);
     const record = await ledger.store.get(operationKey('acme', 'i-3'));
     expect(record).toMatchObject({
-      state: 'failed_terminal',
-      outcome_code: 'attempts_exhausted',
+      state: 'needs_reconciliation',
+      outcome_code: 'attempts_exhausted_maybe_applied',
       maybe_applied: true,
     });
     expect(record?.error?.message).toContain('may have applied');

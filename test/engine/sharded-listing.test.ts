@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { operationKey } from '../../functions/contract/keys';
 import { ValidationError } from '../../functions/domain/errors';
-import { listOperations } from '../../functions/engine/read-operations';
+import { listOperations, MAX_PAGES_PER_LISTING } from '../../functions/engine/read-operations';
 import { mergeShards, type ShardPosition, type ShardQuery } from '../../functions/ledger/sharded-listing';
 import { freshTable, useDynalite } from '../support/dynalite';
 import { ScriptedTool, type TestLedger, testLedger } from '../support/harness';
@@ -51,6 +51,30 @@ async function readAll(options: {
 }
 
 describe('the operators’ listing over a tenant’s unresolved shards', () => {
+  it('a filtered listing that matches nothing reads a bounded number of pages per request, and the cursor still reaches the end', async () => {
+    const store = ledger.deps.store;
+    const original = store.listTenant.bind(store);
+    let reads = 0;
+    store.listTenant = (...args: Parameters<typeof original>) => {
+      reads += 1;
+      return original(...args);
+    };
+    try {
+      const first = await listOperations(ledger.deps, ledger.req(), 'acme', {
+        state: 'needs_reconciliation',
+        limit: 1,
+      });
+      expect(reads).toBe(MAX_PAGES_PER_LISTING);
+      expect(first.items).toEqual([]);
+      expect(first.cursor).toBeDefined();
+      const all = await readAll({ state: 'needs_reconciliation', limit: 1 });
+      expect(all.ids).toEqual([]);
+      expect(all.pages).toBeGreaterThan(1);
+    } finally {
+      store.listTenant = original;
+    }
+  });
+
   it('spreads one tenant’s entries over its shards', async () => {
     const partitions = new Set<string>();
     for (const { id } of expected) {

@@ -166,6 +166,36 @@ describe('failures', () => {
     expect(tool.starts).toHaveLength(3);
   });
 
+  it('a retry that finds the attempts used up after an attempt that may have applied hands the operation to an operator, never failed_terminal', async () => {
+    const idem = new ScriptedTool('test.idem', {
+      reconcile: undefined,
+      downstreamIdempotent: () => true,
+      maxAttempts: 2,
+    });
+    const l = testLedger(db.client, await freshTable(db.client), [idem.tool]);
+    idem.next({ kind: 'uncertain', code: 'http_503' }, { kind: 'not_applied', code: 'dns' });
+    expect((await l.submit({ operationId: 'op-m', arguments: { target: 'a' } })).record.state).toBe(
+      'uncertain',
+    );
+    // The reconciler cannot ask the target but it dedupes: the next attempt may run, same key.
+    const { reconcilePass } = await import('../../functions/engine/reconcile');
+    l.advance(120_000);
+    await reconcilePass(l.deps, l.req());
+    l.queue.messages.splice(0);
+    expect((await l.submit({ operationId: 'op-m', arguments: { target: 'a' } })).record).toMatchObject({
+      state: 'failed_retryable',
+      attempt: 2,
+      maybe_applied: true,
+    });
+    const last = await l.submit({ operationId: 'op-m', arguments: { target: 'a' } });
+    expect(last.record).toMatchObject({
+      state: 'needs_reconciliation',
+      outcome_code: 'attempts_exhausted_maybe_applied',
+      attempt: 2,
+    });
+    expect(idem.starts).toHaveLength(2);
+  });
+
   it('lease expiry alone never causes a second execution', async () => {
     // The deadline counts from the request's start, so it must outlast the reservation on a busy
     // machine: with a few tens of ms the tool often never started (deadline_before_start).

@@ -130,6 +130,32 @@ describe('POST /mcp through the API handler', () => {
     }
   });
 
+  it('refuses a JSON-RPC batch (MCP dropped them) with Invalid Request and runs none of its calls', async () => {
+    const call = (n: number) => ({
+      jsonrpc: '2.0',
+      id: n,
+      method: 'tools/call',
+      params: {
+        name: 'test.effect',
+        arguments: { target: `b${n}` },
+        _meta: { 'io.tool-ledger/operation-id': `batch-${n}` },
+      },
+    });
+    const response = await handlerFetch(api.handler)('http://api.invalid/mcp', {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer agent-a',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify([call(1), call(2), call(3)]),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    expect(tool.starts).toHaveLength(0);
+  });
+
   it('answers GET /mcp 405: the endpoint is stateless and opens no event stream', async () => {
     const response = await handlerFetch(api.handler)('http://api.invalid/mcp', {
       method: 'GET',

@@ -94,6 +94,23 @@ describe('the stdio bridge', () => {
     }
   });
 
+  it('an empty or unprintable operation ID gets the ledger’s refusal as a tool result, not a JSON-RPC internal error, and runs nothing', async () => {
+    const client = await bridge();
+    const started = tool.starts.length;
+    try {
+      for (const id of ['', 'has space', 'x'.repeat(256)]) {
+        const refused = await callWithId(client, 'test.effect', { target: 'a' }, id);
+        expect(refused.isError, JSON.stringify(id)).toBe(true);
+        expect(String(body(refused).code), JSON.stringify(id)).toMatch(
+          /^(validation_failed|idempotency_key_)/,
+        );
+      }
+      expect(tool.starts).toHaveLength(started);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('with --operation-ids per-call, a call without an ID becomes one operation of its own', async () => {
     const client = await bridge('--operation-ids', 'per-call');
     try {

@@ -101,19 +101,9 @@ export async function violations(env: SharedEnv, world: World, end: Quiescence):
     }
     if (record.state === 'succeeded' && ran !== 1)
       found.push(`${op.key}: succeeded, but the effect ran ${ran} times`);
-    // The one terminal failure that may carry an effect is the one that says so: attempts ran out
-    // after a downstream-idempotent attempt whose outcome was uncertain (the contract, §7, retries
-    // such an attempt instead of asking an operator), and its error says the target may have applied
-    // it. At most once still holds (above).
-    const saysMaybeApplied =
-      record.state === 'failed_terminal' &&
-      record.outcome_code === 'attempts_exhausted' &&
-      record.maybe_applied === true;
-    if (
-      (record.state === 'failed_terminal' || record.state === 'rejected') &&
-      ran !== 0 &&
-      !saysMaybeApplied
-    ) {
+    // A terminal failure never hides an effect (the contract, §7): attempts that ran out after one
+    // may have applied go to an operator instead.
+    if ((record.state === 'failed_terminal' || record.state === 'rejected') && ran !== 0) {
       found.push(`${op.key}: ${record.state}, but the effect ran ${ran} time(s)`);
     }
     if (record.attempt > record.max_attempts) {
