@@ -15,6 +15,7 @@ import {
 import type { CallerPolicy, LedgerPolicy } from '../domain/policy';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
+import { traceTransition } from '../observability/tracing';
 import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
@@ -619,7 +620,8 @@ export async function recordLateOutcome(
   }
   deps.metrics.count(LEDGER_METRICS.lateOutcomes, current.tool);
   const at = annotated ?? record;
-  deps.log(
+  emitLine(
+    deps,
     line(at, tool, req, {
       attempt: record.attempt,
       before: at.state,
@@ -1111,6 +1113,7 @@ function line(
 ): TransitionLogLine {
   return {
     event_time: new Date().toISOString(),
+    tenant: record.tenant,
     agent_run_id: record.agent_run_id ?? null,
     operation_id: record.operation_id,
     tool_name: record.tool,
@@ -1135,7 +1138,8 @@ function logLine(
   tool: AnyTool | undefined,
   extra: { code: string | null; durationMs?: number | undefined },
 ): void {
-  deps.log(
+  emitLine(
+    deps,
     line(record, tool, req, {
       attempt: record.attempt,
       before,
@@ -1159,7 +1163,8 @@ export function logObservation(
   code: string,
   replayed: boolean,
 ): void {
-  deps.log(
+  emitLine(
+    deps,
     line(record, tool, req, {
       attempt: record.attempt,
       before: record.state,
@@ -1169,6 +1174,15 @@ export function logObservation(
       durationMs: Math.max(0, deps.clock() - req.now),
     }),
   );
+}
+
+/**
+ * Writes one transition line and tells the request's operation span the same identities, states and
+ * codes (functions/observability/tracing.ts): spans and log lines never disagree.
+ */
+function emitLine(deps: LedgerDeps, entry: TransitionLogLine): void {
+  traceTransition(entry);
+  deps.log(entry);
 }
 
 /** The coarse target label of a tool for logs. */

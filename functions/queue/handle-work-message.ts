@@ -4,6 +4,7 @@ import { parseIJson } from '../domain/i-json';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { submitOperation } from '../engine/submit-operation';
 import { logger } from '../observability/logger';
+import { inOperationSpan } from '../observability/tracing';
 import type { SenderBinding } from './sender-binding';
 
 /** Largest message body accepted (SQS allows 256 KiB). */
@@ -74,15 +75,17 @@ export async function handleWorkMessage(
     return { action: 'ack', code: 'not_after_passed' };
   }
   try {
-    const result = await submitOperation(deps, req, {
-      tenant: message.tenant,
-      principal: `queue:${message.tenant}`,
-      operationId: message.operation_id,
-      tool: message.tool,
-      arguments: message.arguments,
-      mode: 'worker',
-      ...(message.agent_run_id === undefined ? {} : { agentRunId: message.agent_run_id }),
-    });
+    const result = await inOperationSpan('execute_tool', undefined, () =>
+      submitOperation(deps, req, {
+        tenant: message.tenant,
+        principal: `queue:${message.tenant}`,
+        operationId: message.operation_id,
+        tool: message.tool,
+        arguments: message.arguments,
+        mode: 'worker',
+        ...(message.agent_run_id === undefined ? {} : { agentRunId: message.agent_run_id }),
+      }),
+    );
     if (result.kind === 'retryable') return { action: 'retry', code: 'failed_retryable' };
     return { action: 'ack', code: `${result.kind}_${result.record.state}` };
   } catch (error) {
