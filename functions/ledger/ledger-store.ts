@@ -29,6 +29,7 @@ import {
   type WriteResult,
 } from '../engine/operation-store';
 import type { ReadCache } from '../engine/read-cache';
+import { traceAwsClient } from '../observability/aws-client-spans';
 import { decodeCursor, encodeCursor } from './cursor';
 import { fromAttributes, fromItem, toAttributes, toItem } from './record-item';
 import { LISTING_KEY_ATTRIBUTES, mergeShards, type ShardPosition } from './sharded-listing';
@@ -69,6 +70,8 @@ export class LedgerStore implements OperationStore {
   constructor(options: LedgerStoreOptions) {
     this.tableName = options.tableName;
     this.client = options.client;
+    // A client span per DynamoDB call (a no-op without a tracing SDK).
+    traceAwsClient(options.client, 'DynamoDB');
     this.readCache = lazyReadCache(options.client, options.tableName);
   }
 
