@@ -3,7 +3,7 @@ import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { RECORD_FORMAT } from '../contract/table';
 import { claimOwner, isCallerOwner } from '../domain/claim-token';
-import { LedgerUnavailableError } from '../domain/errors';
+import { errorClass, LedgerUnavailableError } from '../domain/errors';
 import {
   type ApprovalRecord,
   type HistoryEntry,
@@ -15,6 +15,8 @@ import {
 import type { CallerPolicy, LedgerPolicy } from '../domain/policy';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
+import { completionEventOf } from '../events/completion-event';
+import { logger } from '../observability/logger';
 import { traceTransition } from '../observability/tracing';
 import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
@@ -1138,6 +1140,7 @@ function logLine(
   tool: AnyTool | undefined,
   extra: { code: string | null; durationMs?: number | undefined },
 ): void {
+  publishEvent(deps, before, record);
   emitLine(
     deps,
     line(record, tool, req, {
@@ -1174,6 +1177,22 @@ export function logObservation(
       durationMs: Math.max(0, deps.clock() - req.now),
     }),
   );
+}
+
+/**
+ * Sends the completion event of a transition someone waits for, where the deployment sends them from
+ * the engine (local mode); a failed send is logged, never the transition's failure.
+ */
+function publishEvent(deps: LedgerDeps, before: OperationState | null, record: OperationRecord): void {
+  if (deps.events === undefined) return;
+  const event = completionEventOf(before, record);
+  if (event === undefined) return;
+  deps.events.publish([event]).catch((error: unknown) => {
+    logger.warn('completion event not sent', {
+      operation_id: record.operation_id,
+      error_class: errorClass(error),
+    });
+  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   InMemorySpanExporter,
   NodeTracerProvider,
@@ -127,6 +128,40 @@ describe('one trace from the client through local mode to a webhook target', () 
 
     expect(exported(spans)).not.toContain(ARG_CANARY);
     expect(hit?.body).toContain(ARG_CANARY); // the canary did travel: only the spans lack it
+  });
+
+  it('sends the call’s completion event to local mode’s events queue, with no argument in it', async () => {
+    const id = `event-1-${Date.now()}`;
+    await client.call({
+      operationId: id,
+      tool: 'webhook.post',
+      arguments: { url: `${target.origin}/ok/${id}`, json: { note: ARG_CANARY } },
+    });
+    const sqs = new SQSClient({
+      endpoint: stack.sqsEndpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const seen: Record<string, unknown>[] = [];
+    while (!seen.some((e) => e.operation_id === id)) {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: stack.eventsQueueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 5,
+        }),
+      );
+      for (const m of out.Messages ?? []) seen.push(JSON.parse(m.Body ?? '{}') as Record<string, unknown>);
+    }
+    expect(seen.find((e) => e.operation_id === id)).toMatchObject({
+      tenant: 'local',
+      tool: 'webhook.post',
+      state: 'succeeded',
+      previous_state: 'pending',
+      attempt: 1,
+    });
+    expect(JSON.stringify(seen)).not.toContain(ARG_CANARY);
+    sqs.destroy();
   });
 
   it('marks a replay, and a conflict by its stable code, on the operation span', async () => {
