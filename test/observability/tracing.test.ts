@@ -13,8 +13,10 @@ import { bearerToken, ToolLedgerClient } from '../../client/index';
 import { IdempotencyConflictError } from '../../functions/domain/errors';
 import { loadLocalSettings } from '../../functions/local/settings';
 import { type RunningStack, startStack } from '../../functions/local/stack';
+import { META_OPERATION_ID } from '../../functions/mcp/protocol';
 import { inOperationSpan } from '../../functions/observability/tracing';
 import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-target';
+import { mcpClient } from '../mcp/support';
 import { freshTable, useDynalite } from '../support/dynalite';
 import { drive, ScriptedTool, testLedger } from '../support/harness';
 
@@ -162,6 +164,44 @@ describe('one trace from the client through local mode to a webhook target', () 
     });
     expect(JSON.stringify(seen)).not.toContain(ARG_CANARY);
     sqs.destroy();
+  });
+
+  it('carries the trace through the work queue: the executor continues it and the target receives it', async () => {
+    const id = `trace-q-${Date.now()}`;
+    const out = await client.call({
+      operationId: id,
+      tool: 'webhook.post',
+      arguments: { url: `${target.origin}/ok/${id}`, json: { n: 1 } },
+      async: true,
+    });
+    expect(out.status).toBe(202);
+    await target.waitForHit(`/ok/${id}`);
+    const traceId = exporter
+      .getFinishedSpans()
+      .find((s) => s.instrumentationScope.name === '@tool-ledger/client')
+      ?.spanContext().traceId;
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    const hit = target.hits.find((h) => h.path === `/ok/${id}`);
+    expect(hit?.traceparent?.split('-')[1]).toBe(traceId);
+  });
+
+  it('continues an MCP caller’s trace from params._meta and passes it on to the target', async () => {
+    const id = `trace-mcp-${Date.now()}`;
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const mcp = await mcpClient(`${stack.apiUrl}/mcp`, 'agent-token');
+    try {
+      const result = await mcp.callTool({
+        name: 'webhook.post',
+        arguments: { url: `${target.origin}/ok/${id}`, json: { n: 1 } },
+        _meta: { [META_OPERATION_ID]: id, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      });
+      expect(result.isError).not.toBe(true);
+    } finally {
+      await mcp.close();
+    }
+    const [engine] = operationSpans(id);
+    expect(engine?.spanContext().traceId).toBe(traceId);
+    expect(target.hits.find((h) => h.path === `/ok/${id}`)?.traceparent?.split('-')[1]).toBe(traceId);
   });
 
   it('marks a replay, and a conflict by its stable code, on the operation span', async () => {
