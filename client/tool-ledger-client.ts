@@ -21,6 +21,7 @@ import {
 } from './errors';
 import { assertOperationId, formatIdempotencyKey } from './operation-id';
 import type { RequestSigner } from './signer';
+import { toolCallSpan, traceHeaders } from './tracing';
 import {
   isRecord,
   operationPath,
@@ -212,6 +213,10 @@ export class ToolLedgerClient {
   async call(input: CallInput): Promise<CallOutcome> {
     assertOperationId(input.operationId);
     if (input.arguments === undefined) throw new TypeError('arguments are required (use {} for none)');
+    return toolCallSpan(input.tool, input.operationId, () => this.submit(input));
+  }
+
+  private async submit(input: CallInput): Promise<CallOutcome> {
     const payload: Record<string, unknown> = { tool: input.tool, arguments: input.arguments };
     if (input.agentRunId !== undefined) payload.agent_run_id = input.agentRunId;
     const body = JSON.stringify(payload);
@@ -266,6 +271,10 @@ export class ToolLedgerClient {
    * ```
    */
   run<T>(input: RunInput<T>): Promise<RunOutcome> {
+    return toolCallSpan(input.tool, input.operationId, () => this.runInSpan(input));
+  }
+
+  private runInSpan<T>(input: RunInput<T>): Promise<RunOutcome> {
     return runOperation(
       {
         send: (spec) => this.send(spec),
@@ -496,6 +505,7 @@ export class ToolLedgerClient {
     const deadline = this.clock.now() + (spec.deadlineMs ?? this.deadlineMs);
     const baseHeaders: Record<string, string> = {
       accept: 'application/json, application/problem+json',
+      ...traceHeaders(),
       ...spec.headers,
     };
     if (spec.body !== undefined) baseHeaders['content-type'] = 'application/json';

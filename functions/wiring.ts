@@ -6,6 +6,7 @@ import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
 import { parseTenantRateLimits, type TenantRateLimiter } from './engine/tenant-rate-limit';
 import { noWorkQueue } from './engine/work-queue';
+import { lazySink } from './events/lazy-sink';
 import { LedgerStore } from './ledger/ledger-store';
 import { DynamoTenantLimiter } from './ledger/tenant-limiter';
 import { inProcessDynamo } from './local/in-process-dynamo';
@@ -129,11 +130,29 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
       }, config.queueUrl)
     : noWorkQueue;
   const toolEnv = toolEnvironment(env);
+  // Local mode sends completion events from the engine; on AWS the events function reads the stream.
+  const eventsQueueUrl = readSetting(env, SETTINGS.eventsQueueUrl);
+  const events =
+    eventsQueueUrl === ''
+      ? undefined
+      : lazySink(async () => {
+          const [{ SQSClient }, { SqsEventSink }] = await Promise.all([
+            import('@aws-sdk/client-sqs'),
+            import('./events/sqs-event-sink'),
+          ]);
+          const client = new SQSClient({
+            ...localCredentials,
+            ...(sqsEndpoint ? { endpoint: sqsEndpoint } : {}),
+            ...SDK_CLIENT_SETTINGS,
+          });
+          return new SqsEventSink(client, eventsQueueUrl);
+        });
   const deps = createDeps({
     store: new LedgerStore({ client: dynamo, tableName: config.tableName }),
     tools: new ToolRegistry(factory(toolEnv)),
     config,
     queue,
+    ...(events === undefined ? {} : { events }),
   });
   const runtime: Runtime = {
     deps,

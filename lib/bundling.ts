@@ -43,6 +43,7 @@ export const HANDLER_ENTRIES = {
   api: path.join(PROJECT_ROOT, 'functions', 'handlers', 'api.ts'),
   executor: path.join(PROJECT_ROOT, 'functions', 'handlers', 'executor.ts'),
   reconciler: path.join(PROJECT_ROOT, 'functions', 'handlers', 'reconciler.ts'),
+  events: path.join(PROJECT_ROOT, 'functions', 'handlers', 'events.ts'),
 } as const;
 
 /** esbuild target; matches the Lambda runtime (Node.js 24, lib/handler-function.ts). */

@@ -5,6 +5,7 @@ import {
   type GlobalSecondaryIndexProps,
   type ITable,
   ProjectionType,
+  StreamViewType,
   Table,
   TableEncryption,
 } from 'aws-cdk-lib/aws-dynamodb';
@@ -81,6 +82,8 @@ export class LedgerTable extends Construct {
       encryptionKey: key,
       deletionProtection: retain,
       removalPolicy: props.removalPolicy,
+      // Completion events are read from the stream (the construct's events function).
+      stream: StreamViewType.NEW_AND_OLD_IMAGES,
     });
     // Each index projects what its reader decides on; the readers fetch the items they act on.
     for (const index of LEDGER_INDEXES) {

@@ -44,6 +44,8 @@ export interface LedgerMonitoringProps {
   tableName: string;
   /** The handlers, by name, with their timeouts. */
   functions: Readonly<Record<'api' | 'executor' | 'reconciler', { fn: IFunction; timeout: Duration }>>;
+  /** The completion events function, when the table's stream feeds one. */
+  eventsFunction?: IFunction | undefined;
   /** Work queue. */
   queue: IQueue;
   /** Dead-letter queue. */
@@ -380,6 +382,77 @@ export class LedgerMonitoring extends Construct {
             title: 'Handler duration p99 (ms)',
             left: fns.map(([name, fn]) => fn.metricDuration({ period: five, statistic: 'p99', label: name })),
             width: 12,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Reconciler passes: incomplete (1) and pass duration (ms)',
+            left: [ledger(LEDGER_METRICS.incompletePasses, 'Maximum')],
+            right: ['p50', 'Maximum'].map((statistic) =>
+              props.functions.reconciler.fn.metricDuration({
+                period: five,
+                statistic,
+                label: `pass ${statistic}`,
+              }),
+            ),
+            leftYAxis: { min: 0, max: 1 },
+            width: 8,
+          }),
+          new GraphWidget({
+            title: 'DynamoDB throttle events',
+            // One line for the table and one per index; each expression names its own metrics.
+            left: [
+              { label: 'table', dimensions: { TableName: props.tableName } },
+              ...LEDGER_INDEXES.map((index) => ({
+                label: index.name,
+                dimensions: { TableName: props.tableName, GlobalSecondaryIndexName: index.name },
+              })),
+            ].map(({ label, dimensions }, n) => {
+              const metric = (metricName: string) =>
+                new Metric({
+                  namespace: 'AWS/DynamoDB',
+                  metricName,
+                  statistic: 'Sum',
+                  period: five,
+                  dimensionsMap: dimensions,
+                });
+              return new MathExpression({
+                expression: `r${n} + w${n}`,
+                label,
+                period: five,
+                usingMetrics: {
+                  [`r${n}`]: metric('ReadThrottleEvents'),
+                  [`w${n}`]: metric('WriteThrottleEvents'),
+                },
+              });
+            }),
+            width: 8,
+          }),
+          new GraphWidget({
+            title: 'Completion events: stream age (ms) and errors',
+            left:
+              props.eventsFunction === undefined
+                ? []
+                : [
+                    new Metric({
+                      namespace: 'AWS/Lambda',
+                      metricName: 'IteratorAge',
+                      dimensionsMap: { FunctionName: props.eventsFunction.functionName },
+                      statistic: 'Maximum',
+                      period: five,
+                    }),
+                  ],
+            right:
+              props.eventsFunction === undefined
+                ? []
+                : [
+                    props.eventsFunction.metricErrors({
+                      period: five,
+                      statistic: 'Sum',
+                      label: 'events errors',
+                    }),
+                  ],
+            width: 8,
           }),
         ],
       ],

@@ -56,7 +56,7 @@ export interface LedgerSettings {
   sharedWorkspace: SharedWorkspace | undefined;
   /** Root of the workspace tools in the handlers (`TOOL_LEDGER_WORKSPACE_DIR`). */
   workspaceDir: string;
-  handlerEntries: { api: string; executor: string; reconciler: string };
+  handlerEntries: { api: string; executor: string; reconciler: string; events: string };
   retention: Duration;
   toolRetentions: Record<string, Duration>;
   toolTimeouts: Record<string, Duration>;
@@ -211,6 +211,7 @@ export function resolveSettings(
       api: props.handlerEntries?.api ?? HANDLER_ENTRIES.api,
       executor: props.handlerEntries?.executor ?? HANDLER_ENTRIES.executor,
       reconciler: props.handlerEntries?.reconciler ?? HANDLER_ENTRIES.reconciler,
+      events: props.handlerEntries?.events ?? HANDLER_ENTRIES.events,
     },
     retention: props.retention ?? Duration.days(30),
     toolRetentions: merge(manifest.retentions, props.toolRetentions ?? {}, 'shorter'),

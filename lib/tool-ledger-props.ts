@@ -2,6 +2,7 @@ import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ICertificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IVpcEndpoint } from 'aws-cdk-lib/aws-ec2';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -320,7 +321,15 @@ export interface ToolLedgerProps {
     readonly api?: string;
     readonly executor?: string;
     readonly reconciler?: string;
+    readonly events?: string;
   };
+  /**
+   * The EventBridge bus completion events go to: one event per transition a caller or a person waits
+   * for (terminal, `awaiting_approval`, `needs_reconciliation`), source `tool-ledger`. Rules on it can
+   * match `detail.tenant`, `detail.state` or `detail.tool`.
+   * @default a new bus
+   */
+  readonly eventBus?: IEventBus;
   /**
    * SNS topic every alarm notifies (ALARM and OK). Subscribe your pager or e-mail to
    * {@link ToolLedger.alarmTopic}.

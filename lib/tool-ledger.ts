@@ -1,16 +1,19 @@
-import { Duration } from 'aws-cdk-lib';
+import { Annotations, Duration, Validations } from 'aws-cdk-lib';
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { EventBus, type IEventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type Grant, type IGrantable, type IRole, ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { Function as HandlerLambda } from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { EVENT_STATES } from '../functions/contract/completion-event';
+import { SETTINGS } from '../functions/contract/environment';
 import type { LedgerRole } from '../functions/contract/routes';
 import { LEDGER_TABLE } from '../functions/contract/table';
 import { AlarmTopic, allowAlarmsToPublish } from './alarm-topic';
@@ -82,6 +85,13 @@ export class ToolLedger extends Construct {
   readonly alarms: Readonly<Record<string, Alarm>>;
   /** The operations dashboard. */
   readonly dashboard: Dashboard;
+  /** The bus completion events go to (`eventBus`, or the one the construct created). */
+  readonly eventBus: IEventBus;
+  /**
+   * The function that turns the table's stream into completion events; absent when an existing table
+   * was given without its stream (`tableStreamArn`), where no events are sent.
+   */
+  readonly eventsFunction?: HandlerLambda;
 
   private readonly ledgerApi: LedgerApi;
   private readonly senders: QueueSenderBinding;
@@ -225,6 +235,54 @@ export class ToolLedger extends Construct {
       targets: [new LambdaFunction(reconciler.fn)],
     });
 
+    // Completion events: the table's stream (every write that landed, in order per operation) to the
+    // bus, retried until sent, so a crash between a transition and its event still sends it.
+    this.eventBus =
+      props.eventBus ?? new EventBus(this, 'Events', { description: 'tool-ledger completion events' });
+    if (this.table.tableStreamArn === undefined) {
+      Annotations.of(this).addWarningV2(
+        'tool-ledger:no-table-stream',
+        'The existing table was given without its stream (NEW_AND_OLD_IMAGES): no completion events are sent.',
+      );
+    } else {
+      const events = new HandlerFunction(this, 'EventsHandler', {
+        ...(logKey === undefined ? {} : { logKey }),
+        bundling,
+        logRetention: settings.logRetention,
+        removalPolicy: settings.removalPolicy,
+        tracing: settings.tracing,
+        entry: settings.handlerEntries.events,
+        description: 'tool-ledger completion events (table stream to EventBridge)',
+        memorySize: 256,
+        timeout: Duration.seconds(60),
+        environment: {
+          [SETTINGS.serviceName.name]: settings.serviceName,
+          [SETTINGS.eventBus.name]: this.eventBus.eventBusName,
+        },
+      });
+      this.eventBus.grantPutEventsTo(events.fn);
+      events.fn.addEventSource(
+        new DynamoEventSource(this.table, {
+          startingPosition: StartingPosition.TRIM_HORIZON,
+          batchSize: 100,
+          reportBatchItemFailures: true,
+          // Only writes that land in a waited-for state reach the function at all.
+          filters: [
+            FilterCriteria.filter({
+              eventName: FilterRule.or('INSERT', 'MODIFY'),
+              dynamodb: { NewImage: { state: { S: FilterRule.or(...EVENT_STATES) } } },
+            }),
+          ],
+        }),
+      );
+      this.eventsFunction = events.fn;
+      // Reading a table's stream needs dynamodb:ListStreams, which IAM grants only on `*`.
+      Validations.of(events.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason: 'dynamodb:ListStreams, needed to read the ledger table stream, takes no resource but *',
+      });
+    }
+
     this.apiFunction = api.fn;
     this.executorFunction = executor.fn;
     this.reconcilerFunction = reconciler.fn;
@@ -277,6 +335,7 @@ export class ToolLedger extends Construct {
         executor: { fn: executor.fn, timeout: settings.executorTimeout },
         reconciler: { fn: reconciler.fn, timeout: settings.reconcilerTimeout },
       },
+      eventsFunction: this.eventsFunction,
       queue: this.queue,
       deadLetterQueue: this.deadLetterQueue,
       reconcileInterval: settings.reconcileInterval,

@@ -26,6 +26,8 @@ export interface TargetHit {
   path: string;
   /** The `Idempotency-Key` header as sent (an sf-string: `"…"`), if any. */
   idempotencyKey: string | undefined;
+  /** The W3C `traceparent` header, if the sender passed its trace context on. */
+  traceparent: string | undefined;
   /** The request body, as text. */
   body: string;
   /** Whether this request applied an effect. */
@@ -94,7 +96,14 @@ export async function startWebhookTarget(options: WebhookTargetOptions = {}): Pr
       const replay = options.dedupeByKey === true && key !== undefined && appliedKeys.has(key);
       const applied = !failing && !replay;
       if (applied && key !== undefined) appliedKeys.add(key);
-      hits.push({ path, idempotencyKey: key, body: Buffer.concat(chunks).toString('utf8'), applied });
+      const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+      hits.push({
+        path,
+        idempotencyKey: key,
+        traceparent,
+        body: Buffer.concat(chunks).toString('utf8'),
+        applied,
+      });
       for (const waiter of waiters.filter((w) => w.path === path && count(path) >= w.n)) {
         waiters = waiters.filter((w) => w !== waiter);
         waiter.resolve();

@@ -11,7 +11,7 @@
  * Who reads a variable: one of the three Lambda handlers, local mode's launcher (which also sets the
  * handlers' variables; the contract, §10), or the CLI and console.
  */
-export type SettingReader = 'api' | 'executor' | 'reconciler' | 'local' | 'cli';
+export type SettingReader = 'api' | 'executor' | 'reconciler' | 'events' | 'local' | 'cli';
 
 /** What a variable holds, which decides how {@link readSetting} parses it. */
 export type SettingKind =
@@ -76,6 +76,13 @@ export const SETTINGS = {
   },
   /** Work queue URL (empty where no queue is wired). */
   queueUrl: { name: 'TOOL_LEDGER_QUEUE_URL', kind: 'string', default: '', readers: HANDLERS },
+  /** The EventBridge bus completion events go to (AWS; the events function reads the table's stream). */
+  eventBus: { name: 'TOOL_LEDGER_EVENT_BUS', kind: 'string', default: '', readers: ['events'] },
+  /**
+   * Local mode's events queue: the handlers send completion events there after each waited-for
+   * transition. Empty on AWS, where the events function reads the table's stream instead.
+   */
+  eventsQueueUrl: { name: 'TOOL_LEDGER_EVENTS_QUEUE_URL', kind: 'string', default: '', readers: HANDLERS },
   /** Default retention of terminal records, seconds. */
   retentionSeconds: {
     name: 'TOOL_LEDGER_RETENTION_SECONDS',

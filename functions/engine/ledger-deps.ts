@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LedgerConfig } from '../config';
 import type { AnyTool } from '../domain/tool';
+import type { EventSink } from '../events/event-sink';
 import { type LedgerMetrics, PowertoolsLedgerMetrics } from '../observability/metrics';
 import { logTransition, type TransitionSink } from '../observability/transition-log';
 import type { ToolRegistry } from '../tools/registry';
@@ -32,6 +33,11 @@ export interface LedgerDeps {
    * API); absent, new records carry no version.
    */
   schemaVersion?: (tool: AnyTool) => string | undefined;
+  /**
+   * Where completion events go right after their transition (local mode's events queue). Unset on
+   * AWS, where the events function reads them from the table's stream.
+   */
+  events?: EventSink;
 }
 
 /** What one request carries through the engine: identity for logs and lease ownership. */

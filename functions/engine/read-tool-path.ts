@@ -4,6 +4,8 @@ import { LEDGER_METRICS } from '../contract/metrics';
 import { IdempotencyConflictError } from '../domain/errors';
 import type { OperationError, OperationRecord, OperationSnapshot } from '../domain/operation';
 import type { AnyTool } from '../domain/tool';
+import { traceTransition } from '../observability/tracing';
+import type { TransitionLogLine } from '../observability/transition-log';
 import { classify, sanitize } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { PreparedCall } from './prepare-call';
@@ -227,6 +229,7 @@ interface ReadFields {
 function readOperation(call: PreparedCall, caller: Caller, fields: ReadFields): ReadOperation {
   const operation: ReadOperation = {
     operation_id: call.operationId,
+    tenant: caller.tenant,
     tool: call.tool.name,
     arguments: call.canonicalArguments,
     arguments_digest: call.digest,
@@ -256,8 +259,9 @@ function logRead(
   code: string,
   replayed: boolean,
 ): void {
-  deps.log({
+  const entry: TransitionLogLine = {
     event_time: new Date().toISOString(),
+    tenant: record.tenant ?? '',
     agent_run_id: record.agent_run_id ?? null,
     operation_id: record.operation_id,
     tool_name: record.tool,
@@ -270,5 +274,7 @@ function logRead(
     outcome_code: code,
     duration_ms: Math.max(0, deps.clock() - req.now),
     request_id: req.requestId,
-  });
+  };
+  traceTransition(entry);
+  deps.log(entry);
 }

@@ -5,6 +5,7 @@ import { isCallerExecuted, type OperationRecord } from '../domain/operation';
 import { boundPolicy } from '../domain/policy';
 import { type AnyTool, type ReconcileVerdict, reconcileTimeoutOf } from '../domain/tool';
 import { logger } from '../observability/logger';
+import { inOperationSpan, inSpan, SpanKind } from '../observability/tracing';
 import { sanitize } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import { backoffMs } from './record-fields';
@@ -148,10 +149,27 @@ export const TENANT_SHARD = 'tenant';
  * console.log(summary.read, summary.actions, summary.complete);
  * ```
  */
-export async function reconcilePass(
+export function reconcilePass(
   deps: LedgerDeps,
   req: RequestContext,
   options: ReconcileOptions = {},
+): Promise<ReconcileSummary> {
+  // One span per pass; each record it decides gets an operation span of its own beneath.
+  return inSpan('tool_ledger.reconcile_pass', { kind: SpanKind.INTERNAL }, async (span) => {
+    const summary = await runPass(deps, req, options);
+    span.setAttributes({
+      'tool_ledger.pass.read': summary.read,
+      'tool_ledger.pass.deferred': summary.deferred,
+      'tool_ledger.pass.complete': summary.complete,
+    });
+    return summary;
+  });
+}
+
+async function runPass(
+  deps: LedgerDeps,
+  req: RequestContext,
+  options: ReconcileOptions,
 ): Promise<ReconcileSummary> {
   const shards = options.tenant === undefined ? allShards(deps.config.attentionShards) : [TENANT_SHARD];
   const first = positiveModulo(options.startShard ?? 0, shards.length);
@@ -191,15 +209,15 @@ export async function reconcilePass(
         options.parallelism ?? deps.config.reconcileParallelism,
         (record) => budget.admit(record),
         async (record, admission) => {
-          const action = await handle(deps, req, record, admission, budget, outOfTime).catch(
-            (error: unknown) => {
-              logger.error('reconcile decision failed', {
-                operation_id: record.operation_id,
-                error_class: errorClass(error),
-              });
-              return 'error';
-            },
-          );
+          const action = await inOperationSpan('reconcile', undefined, () =>
+            handle(deps, req, record, admission, budget, outOfTime),
+          ).catch((error: unknown) => {
+            logger.error('reconcile decision failed', {
+              operation_id: record.operation_id,
+              error_class: errorClass(error),
+            });
+            return 'error';
+          });
           if (action === 'skipped') summary.skipped += 1;
           else if (action === DEFERRED_FOR_TIME || action === LEFT_FOR_SCHEDULE) summary.deferred += 1;
           else progress.acted += 1;

@@ -3,7 +3,7 @@ import { operationKey } from '../contract/keys';
 import { LEDGER_METRICS } from '../contract/metrics';
 import { RECORD_FORMAT } from '../contract/table';
 import { claimOwner, isCallerOwner } from '../domain/claim-token';
-import { LedgerUnavailableError } from '../domain/errors';
+import { errorClass, LedgerUnavailableError } from '../domain/errors';
 import {
   type ApprovalRecord,
   type HistoryEntry,
@@ -15,6 +15,9 @@ import {
 import type { CallerPolicy, LedgerPolicy } from '../domain/policy';
 import { isTerminal, type OperationState, type TransitionName } from '../domain/states';
 import type { AnyTool } from '../domain/tool';
+import { completionEventOf } from '../events/completion-event';
+import { logger } from '../observability/logger';
+import { traceTransition } from '../observability/tracing';
 import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
@@ -621,7 +624,8 @@ export async function recordLateOutcome(
   }
   deps.metrics.count(LEDGER_METRICS.lateOutcomes, current.tool);
   const at = annotated ?? record;
-  deps.log(
+  emitLine(
+    deps,
     line(at, tool, req, {
       attempt: record.attempt,
       before: at.state,
@@ -1115,6 +1119,7 @@ function line(
 ): TransitionLogLine {
   return {
     event_time: new Date().toISOString(),
+    tenant: record.tenant,
     agent_run_id: record.agent_run_id ?? null,
     operation_id: record.operation_id,
     tool_name: record.tool,
@@ -1139,7 +1144,9 @@ function logLine(
   tool: AnyTool | undefined,
   extra: { code: string | null; durationMs?: number | undefined },
 ): void {
-  deps.log(
+  publishEvent(deps, before, record);
+  emitLine(
+    deps,
     line(record, tool, req, {
       attempt: record.attempt,
       before,
@@ -1163,7 +1170,8 @@ export function logObservation(
   code: string,
   replayed: boolean,
 ): void {
-  deps.log(
+  emitLine(
+    deps,
     line(record, tool, req, {
       attempt: record.attempt,
       before: record.state,
@@ -1173,6 +1181,31 @@ export function logObservation(
       durationMs: Math.max(0, deps.clock() - req.now),
     }),
   );
+}
+
+/**
+ * Sends the completion event of a transition someone waits for, where the deployment sends them from
+ * the engine (local mode); a failed send is logged, never the transition's failure.
+ */
+function publishEvent(deps: LedgerDeps, before: OperationState | null, record: OperationRecord): void {
+  if (deps.events === undefined) return;
+  const event = completionEventOf(before, record);
+  if (event === undefined) return;
+  deps.events.publish([event]).catch((error: unknown) => {
+    logger.warn('completion event not sent', {
+      operation_id: record.operation_id,
+      error_class: errorClass(error),
+    });
+  });
+}
+
+/**
+ * Writes one transition line and tells the request's operation span the same identities, states and
+ * codes (functions/observability/tracing.ts): spans and log lines never disagree.
+ */
+function emitLine(deps: LedgerDeps, entry: TransitionLogLine): void {
+  traceTransition(entry);
+  deps.log(entry);
 }
 
 /** The coarse target label of a tool for logs. */

@@ -1,14 +1,32 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { readSetting, SETTINGS } from '../contract/environment';
+import type { RouteId } from '../contract/routes';
 import { AccessError, errorClass, LedgerError, NotFoundError, TenantThrottledError } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import { logger } from '../observability/logger';
+import {
+  inOperationSpan,
+  inSpan,
+  type OperationAction,
+  parentFrom,
+  SpanKind,
+} from '../observability/tracing';
 import type { Runtime } from '../wiring';
 import type { Authenticator, Identity } from './identity';
 import { problemResponse } from './problem';
 import { HttpRequest } from './request';
 import { matchRoute } from './router';
 import { ROUTES } from './routes';
+
+/** The routes that act on one operation, and what they do to it (the operation span's action). */
+const OPERATION_ROUTES: Partial<Record<RouteId, OperationAction>> = {
+  submit: 'execute_tool',
+  approve: 'approval',
+  resolve: 'resolution',
+  lease: 'heartbeat',
+  outcome: 'outcome',
+  verdict: 'verdict',
+};
 
 /** An API Gateway REST proxy handler. */
 export type ApiHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
@@ -36,7 +54,32 @@ export function createApiHandler(
   // (every line, transitions included, gets `function_request_id`); local mode serves requests
   // concurrently, where it would name another request's ID.
   const perInvocationContext = !readSetting(process.env, SETTINGS.local);
-  return async (event, context) => {
+  return (event, context) =>
+    // One server span per request, continuing the caller's trace (`traceparent` header) when it sent one.
+    inSpan(
+      event.httpMethod ?? 'HTTP',
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': event.httpMethod ?? '' },
+        parent: parentFrom(event.headers),
+      },
+      async (span) => {
+        const response = await handle(event, context, (route, id) => {
+          span.updateName(`${event.httpMethod} ${route}`);
+          span.setAttribute('http.route', route);
+          return id === undefined ? undefined : OPERATION_ROUTES[id];
+        });
+        span.setAttribute('http.response.status_code', response.statusCode);
+        if (response.statusCode >= 500) span.setAttribute('error.type', String(response.statusCode));
+        return response;
+      },
+    );
+
+  async function handle(
+    event: APIGatewayProxyEvent,
+    context: Context,
+    routed: (route: string, id: RouteId | undefined) => OperationAction | undefined,
+  ): Promise<APIGatewayProxyResult> {
     if (perInvocationContext && context) logger.addContext(context);
     const req = newRequest(deps, context?.awsRequestId, remainingTime(context));
     let route = 'unmatched';
@@ -60,6 +103,7 @@ export function createApiHandler(
         return problemResponse(error, req.requestId, {}, { Allow: match.allow.join(', ') });
       }
       route = match.route.name;
+      const action = routed(match.route.pattern, match.route.id);
       if (!match.route.roles.some((role) => identity.roles.has(role))) {
         throw new AccessError('forbidden', `this route needs the ${match.route.roles.join(' or ')} role`);
       }
@@ -75,7 +119,9 @@ export function createApiHandler(
           );
         }
       }
-      return await match.route.handle({ deps, req, request, identity, params: match.params });
+      const ctx = { deps, req, request, identity, params: match.params };
+      if (action === undefined) return await match.route.handle(ctx);
+      return await inOperationSpan(action, undefined, () => match.route.handle(ctx));
     } catch (error) {
       const response = problemResponse(error, req.requestId);
       if (response.statusCode >= 500) {
@@ -97,7 +143,7 @@ export function createApiHandler(
         logger.warn('metrics flush failed', { error_class: errorClass(error) });
       }
     }
-  };
+  }
 }
 
 /**

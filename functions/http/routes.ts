@@ -29,6 +29,8 @@ import type { RouteSpec } from './router';
 
 /** One route of the contract's §5: its address and roles from the contract, and its handler. */
 export interface Route extends RouteSpec {
+  /** The contract's handle of the route. */
+  id: RouteId;
   /** Stable name for logs (the pattern, never the concrete path, which holds an operation ID). */
   name: string;
   /** The caller needs at least one of these roles in its tenant, or gets 403 `forbidden`. */
@@ -61,6 +63,7 @@ const HANDLERS: Readonly<Record<RouteId, (ctx: RouteContext) => Promise<ApiRespo
 
 /** The HTTP API (the contract, §5): every route of the contract with its handler, in the contract's order. */
 export const ROUTES: readonly Route[] = LEDGER_ROUTES.map((route) => ({
+  id: route.id,
   name: routeName(route),
   method: route.method,
   pattern: route.path,

@@ -31,6 +31,7 @@ import {
   type WriteResult,
 } from '../engine/operation-store';
 import type { ReadCache } from '../engine/read-cache';
+import { traceAwsClient } from '../observability/aws-client-spans';
 import { decodeCursor, encodeCursor } from './cursor';
 import { fromAttributes, fromItem, toAttributes, toItem } from './record-item';
 import { readShards, type ShardPosition } from './sharded-listing';
@@ -80,6 +81,8 @@ export class LedgerStore implements OperationStore {
     this.tableName = options.tableName;
     this.client = options.client;
     this.compressPayloads = options.compressPayloads ?? true;
+    // A client span per DynamoDB call (a no-op without a tracing SDK).
+    traceAwsClient(options.client, 'DynamoDB');
     this.readCache = lazyReadCache(options.client, options.tableName);
   }
 

@@ -116,6 +116,8 @@ export class ExecutorLoop {
             MaxNumberOfMessages: this.options.batchSize ?? 10,
             WaitTimeSeconds: this.options.waitTimeSeconds ?? 20,
             MessageSystemAttributeNames: ['All'],
+            // The sender's trace context (`traceparent`), as Lambda's event source passes it on.
+            MessageAttributeNames: ['All'],
           }),
           { abortSignal: this.poll.signal },
         );
@@ -184,7 +186,15 @@ export class ExecutorLoop {
         SenderId: attributes.SenderId ?? '000000000000',
         ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
       },
-      messageAttributes: {},
+      messageAttributes: Object.fromEntries(
+        Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [
+          name,
+          {
+            dataType: value.DataType ?? 'String',
+            ...(value.StringValue === undefined ? {} : { stringValue: value.StringValue }),
+          },
+        ]),
+      ),
       md5OfBody: message.MD5OfBody ?? '',
       eventSource: 'aws:sqs',
       eventSourceARN: this.options.queueArn,

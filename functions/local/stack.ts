@@ -1,4 +1,5 @@
 import { chmod, mkdir } from 'node:fs/promises';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { SETTINGS } from '../contract/environment';
 import { workMessageFor } from '../engine/stored-call';
 import { logger } from '../observability/logger';
@@ -34,6 +35,9 @@ export const EXECUTOR_FUNCTION: LocalFunction = { name: 'tool-ledger-executor', 
 /** Receives before a work message moves to the DLQ (the construct's default `maxReceiveCount`). */
 export const MAX_RECEIVE_COUNT = 5;
 
+/** Name of the local events queue (completion events). */
+export const EVENTS_QUEUE_NAME = 'tool-ledger-events';
+
 /** Name of the local work queue (its DLQ is `<name>-dlq`). */
 export const WORK_QUEUE_NAME = 'tool-ledger-work';
 
@@ -44,6 +48,8 @@ export function reconcilerFunction(everyMs: number): LocalFunction {
 
 /** Where a running stack can be reached. */
 export interface RunningStack {
+  /** The local events queue: one message per completion event. */
+  eventsQueueUrl: string;
   apiUrl: string;
   sqsEndpoint: string;
   dynamoEndpoint: string;
@@ -71,7 +77,7 @@ export interface RunningStack {
  */
 export function handlerEnvironment(
   settings: LocalSettings,
-  endpoints: { dynamo: string; sqs: string; queueUrl: string },
+  endpoints: { dynamo: string; sqs: string; queueUrl: string; eventsQueueUrl?: string | undefined },
   env: NodeJS.ProcessEnv,
 ): Record<string, string> {
   return {
@@ -85,6 +91,9 @@ export function handlerEnvironment(
     [SETTINGS.sqsEndpoint.name]: endpoints.sqs,
     [SETTINGS.tableName.name]: settings.tableName,
     [SETTINGS.queueUrl.name]: endpoints.queueUrl,
+    ...(endpoints.eventsQueueUrl === undefined
+      ? {}
+      : { [SETTINGS.eventsQueueUrl.name]: endpoints.eventsQueueUrl }),
     [SETTINGS.queueTenants.name]: JSON.stringify(settings.tenants),
     AWS_REGION: env.AWS_REGION ?? 'us-east-1',
     // EMF lines on stdout are CloudWatch's input format, noise in a terminal: off unless asked for.
@@ -134,6 +143,10 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       visibilityTimeoutSeconds: (6 * EXECUTOR_FUNCTION.timeoutMs) / 1000,
       maxReceiveCount: MAX_RECEIVE_COUNT,
     });
+    // Completion events: the same JSON as on AWS, on a queue a test or a user reads.
+    const { QueueUrl: eventsQueueUrl } = await sqs.client.send(
+      new CreateQueueCommand({ QueueName: EVENTS_QUEUE_NAME }),
+    );
     // A second message for an operation is harmless (the claim is conditional); a missing one would
     // leave the operation waiting for the reconciler's stale-queued pass.
     const work = new SqsWorkQueue(sqs.client, queues.queueUrl);
@@ -162,7 +175,7 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       process.env,
       handlerEnvironment(
         settings,
-        { dynamo: dynamo.endpoint, sqs: sqs.endpoint, queueUrl: queues.queueUrl },
+        { dynamo: dynamo.endpoint, sqs: sqs.endpoint, queueUrl: queues.queueUrl, eventsQueueUrl },
         process.env,
       ),
     );
@@ -208,6 +221,7 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       sqsEndpoint: sqs.endpoint,
       dynamoEndpoint: dynamo.endpoint,
       queues,
+      eventsQueueUrl: eventsQueueUrl ?? '',
       tableName: settings.tableName,
       repair: { ...found, requeued: queued.length },
       tools,

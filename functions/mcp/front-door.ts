@@ -11,6 +11,7 @@ import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { submitOperation } from '../engine/submit-operation';
 import type { Identity } from '../http/identity';
 import { logger } from '../observability/logger';
+import { inOperationSpan, parentFrom } from '../observability/tracing';
 import { describeTools } from '../tools/describe';
 import type { ToolRegistry } from '../tools/registry';
 import { annotationsOf } from './annotations';
@@ -93,15 +94,18 @@ async function callTool(
     const tool = deps.tools.get(name);
     const agentRunId = agentRunIdOf(meta);
     const operationId = operationIdOf(meta, tool.effect === 'read');
-    const result = await submitOperation(deps, req, {
-      tenant: identity.tenant,
-      principal: identity.principal,
-      operationId,
-      tool: tool.name,
-      arguments: args ?? {},
-      mode: 'sync',
-      ...(agentRunId === undefined ? {} : { agentRunId }),
-    });
+    // The caller's trace context travels in `params._meta` (`traceparent`, `tracestate`).
+    const result = await inOperationSpan('execute_tool', parentFrom(meta), () =>
+      submitOperation(deps, req, {
+        tenant: identity.tenant,
+        principal: identity.principal,
+        operationId,
+        tool: tool.name,
+        arguments: args ?? {},
+        mode: 'sync',
+        ...(agentRunId === undefined ? {} : { agentRunId }),
+      }),
+    );
     return toolResultOf(result);
   } catch (error) {
     if (

@@ -9,6 +9,7 @@ import {
   type ToolAnnotations,
   UncertainOutcomeError,
 } from '../domain/tool';
+import { inSpan, SpanKind, TRACE_ATTRIBUTES, traceCarrier } from '../observability/tracing';
 import { jsonSchemaArguments } from './json-schema-arguments';
 import { META_OPERATION_ID } from './protocol';
 import { closeQuietly, connectUpstream } from './upstream-client';
@@ -94,11 +95,24 @@ async function callUpstream(
     });
   }
   try {
-    const result = await client.callTool(
-      { name: toolName, arguments: args, _meta: { [META_OPERATION_ID]: downstreamKey } },
-      undefined,
-      // The ledger's hard deadline aborts the call; the SDK's own timeout is only a backstop after it.
-      { signal, timeout: upstream.timeoutMs + 60_000 },
+    // One client span per upstream call; the upstream receives the trace context in `_meta`.
+    const result = await inSpan(
+      `tools/call ${toolName}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { 'mcp.method.name': 'tools/call', [TRACE_ATTRIBUTES.toolName]: toolName },
+      },
+      () =>
+        client.callTool(
+          {
+            name: toolName,
+            arguments: args,
+            _meta: { ...traceCarrier(), [META_OPERATION_ID]: downstreamKey },
+          },
+          undefined,
+          // The ledger's hard deadline aborts the call; the SDK's own timeout is only a backstop after it.
+          { signal, timeout: upstream.timeoutMs + 60_000 },
+        ),
     );
     if (result.isError === true) {
       throw new TerminalToolError('upstream_tool_error', 'the upstream tool reported an error');

@@ -2,11 +2,14 @@ import type { OperationState } from '../domain/states';
 import { logger } from './logger';
 
 /**
- * One log line per state transition, with exactly the fields of the contract's §9. Values are identities,
- * digests, states and codes: never arguments, results, headers or tool error messages.
+ * One log line per state transition, with the fields of the contract's §9 and the tenant (so that an
+ * operator of a deployment serving many tenants can tell whose operation is stuck). Values are
+ * identities, digests, states and codes: never arguments, results, headers or tool error messages.
  */
 export interface TransitionLogLine {
   event_time: string;
+  /** The tenant the operation belongs to (the key scope; never from a request body). */
+  tenant: string;
   agent_run_id: string | null;
   operation_id: string;
   tool_name: string;
@@ -21,9 +24,10 @@ export interface TransitionLogLine {
   request_id: string;
 }
 
-/** The fields of a transition line, in the order of the contract's §9, which log queries rely on. */
+/** The fields of a transition line, in the order of the contract's §9 (the tenant after the time). */
 export const TRANSITION_LOG_FIELDS = [
   'event_time',
+  'tenant',
   'agent_run_id',
   'operation_id',
   'tool_name',

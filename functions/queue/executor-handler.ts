@@ -4,6 +4,7 @@ import { errorClass } from '../domain/errors';
 import { newRequest } from '../engine/ledger-deps';
 import type { WorkQueue } from '../engine/work-queue';
 import { logger } from '../observability/logger';
+import { inSpan, parentFrom, SpanKind, sqsCarrier } from '../observability/tracing';
 import type { Runtime } from '../wiring';
 import { handleWorkMessage } from './handle-work-message';
 
@@ -53,12 +54,30 @@ export function createExecutorHandler(
       const req = newRequest(deps, record.messageId, () => context.getRemainingTimeInMillis());
       let verdict: Awaited<ReturnType<typeof handleWorkMessage>>;
       try {
-        verdict = await handleWorkMessage(
-          deps,
-          req,
-          record.body,
-          queueTenants,
-          queueSenders && { id: record.attributes?.SenderId, binding: queueSenders },
+        // One consumer span per message, continuing the sender's trace (`traceparent` attribute).
+        verdict = await inSpan(
+          `process ${queueName(record.eventSourceARN)}`,
+          {
+            kind: SpanKind.CONSUMER,
+            attributes: {
+              'messaging.system': 'aws_sqs',
+              'messaging.operation.type': 'process',
+              'messaging.destination.name': queueName(record.eventSourceARN),
+              'messaging.message.id': record.messageId,
+            },
+            parent: parentFrom(sqsCarrier(record.messageAttributes)),
+          },
+          async (span) => {
+            const out = await handleWorkMessage(
+              deps,
+              req,
+              record.body,
+              queueTenants,
+              queueSenders && { id: record.attributes?.SenderId, binding: queueSenders },
+            );
+            if (out.action === 'retry') span.setAttribute('error.type', out.code);
+            return out;
+          },
         );
       } catch (error) {
         logger.error('work message failed', { message_id: record.messageId, error_class: errorClass(error) });
@@ -92,6 +111,11 @@ export function createExecutorHandler(
       deps.metrics.flush();
     }
   };
+}
+
+/** The queue's name, the last part of its ARN. */
+function queueName(arn: string | undefined): string {
+  return arn?.split(':').pop() || 'work';
 }
 
 /** Verdicts that may succeed on the next delivery: the attempt or the ledger failed, not the message. */

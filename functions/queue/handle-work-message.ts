@@ -5,6 +5,7 @@ import { queueRequester } from '../domain/principal';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
 import { submitOperation } from '../engine/submit-operation';
 import { logger } from '../observability/logger';
+import { inOperationSpan } from '../observability/tracing';
 import type { SenderBinding } from './sender-binding';
 
 /** Largest message body accepted (SQS allows 256 KiB). */
@@ -78,16 +79,18 @@ export async function handleWorkMessage(
   // sent it cannot approve it (the contract, §5). A queue without identity says so on the record.
   const requester = queueRequester(sender?.id, message.tenant);
   try {
-    const result = await submitOperation(deps, req, {
-      tenant: message.tenant,
-      principal: requester.principal,
-      ...(requester.unidentified ? { requesterUnidentified: true } : {}),
-      operationId: message.operation_id,
-      tool: message.tool,
-      arguments: message.arguments,
-      mode: 'worker',
-      ...(message.agent_run_id === undefined ? {} : { agentRunId: message.agent_run_id }),
-    });
+    const result = await inOperationSpan('execute_tool', undefined, () =>
+      submitOperation(deps, req, {
+        tenant: message.tenant,
+        principal: requester.principal,
+        ...(requester.unidentified ? { requesterUnidentified: true } : {}),
+        operationId: message.operation_id,
+        tool: message.tool,
+        arguments: message.arguments,
+        mode: 'worker',
+        ...(message.agent_run_id === undefined ? {} : { agentRunId: message.agent_run_id }),
+      }),
+    );
     if (result.kind === 'retryable') return { action: 'retry', code: 'failed_retryable' };
     return { action: 'ack', code: `${result.kind}_${result.record.state}` };
   } catch (error) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { WorkMessage, WorkQueue } from '../engine/work-queue';
+import { inSpan, SpanKind, traceCarrier } from '../observability/tracing';
 
 /**
  * The SQS client's module, loaded at the first send and kept: an `import()` is resolved again at every
@@ -38,12 +39,32 @@ export class SqsWorkQueue implements WorkQueue {
     const fifo = this.queueUrl.endsWith('.fifo');
     const id = createHash('sha256').update(`${message.tenant}\u0000${message.operation_id}`).digest('hex');
     const [client, { SendMessageCommand }] = await Promise.all([this.sqs(), loadSqs()]);
-    await client.send(
-      new SendMessageCommand({
-        QueueUrl: this.queueUrl,
-        MessageBody: JSON.stringify(message),
-        ...(fifo ? { MessageGroupId: id, MessageDeduplicationId: `${id}-${Date.now()}` } : {}),
-      }),
+    const queue = this.queueUrl.split('/').pop() ?? 'work';
+    await inSpan(
+      `send ${queue}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'aws_sqs',
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': queue,
+        },
+      },
+      async () => {
+        // The trace context travels as message attributes (`traceparent`, `tracestate`): the executor
+        // continues the trace of whoever enqueued the work.
+        const attributes = Object.entries(traceCarrier()).map(
+          ([name, value]) => [name, { DataType: 'String', StringValue: value }] as const,
+        );
+        await client.send(
+          new SendMessageCommand({
+            QueueUrl: this.queueUrl,
+            MessageBody: JSON.stringify(message),
+            ...(attributes.length > 0 ? { MessageAttributes: Object.fromEntries(attributes) } : {}),
+            ...(fifo ? { MessageGroupId: id, MessageDeduplicationId: `${id}-${Date.now()}` } : {}),
+          }),
+        );
+      },
     );
   }
 

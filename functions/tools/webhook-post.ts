@@ -7,6 +7,7 @@ import canonicalize from 'canonicalize';
 import * as z from 'zod/mini';
 import { parseIJson } from '../domain/i-json';
 import { defineTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
+import { inSpan, SpanKind, traceCarrier } from '../observability/tracing';
 import { type AllowedOrigin, OriginPolicy } from './origin-policy';
 import type { ToolEnvironment } from './registry';
 import { ReservedEndpoints } from './reserved-endpoints';
@@ -523,7 +524,31 @@ export function webhookPost(
         'idempotency-key': `"${ctx.downstreamKey}"`,
         'user-agent': 'tool-ledger',
       };
-      return send({ url, addresses, policy, headers, body, signal: ctx.signal, maxResponseBytes });
+      // One client span per POST; the target receives the trace context (`traceparent`, `tracestate`).
+      return inSpan(
+        'POST',
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'http.request.method': 'POST',
+            'server.address': url.hostname,
+            'server.port': urlPort(url),
+          },
+        },
+        async (span) => {
+          const out = await send({
+            url,
+            addresses,
+            policy,
+            headers: { ...headers, ...traceCarrier() },
+            body,
+            signal: ctx.signal,
+            maxResponseBytes,
+          });
+          span.setAttribute('http.response.status_code', out.status);
+          return out;
+        },
+      );
     },
 
     sanitizeResult: sanitizeWebhookResult,

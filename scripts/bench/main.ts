@@ -6,7 +6,7 @@ import { SETTINGS } from '../../functions/contract/environment';
  * | variable | meaning |
  * | --- | --- |
  * | `BENCH_SCALE` | multiplies every scenario's iterations (default 1; 0.1 for a smoke run) |
- * | `BENCH_ONLY` | comma-separated parts to run: `first`, `first-noindex`, `first-settings`, `replay`, `warm`, `conflict`, `concurrent`, `crash`, `read-first`, `read-replay`, `read-warm`, `caller`, `reconciler`, `capacity`, `local`, `cold-start` |
+ * | `BENCH_ONLY` | comma-separated parts to run: `first`, `first-noindex`, `first-settings`, `replay`, `warm`, `conflict`, `concurrent`, `crash`, `read-first`, `read-replay`, `read-warm`, `caller`, `reconciler`, `capacity`, `local`, `cold-start`, `tracing` |
  * | `BENCH_OUT` | where the markdown goes (default `bench-results/latest.md`) |
  *
  * The environment is set before anything imports the SDK or Powertools, which read it at load time.

@@ -40,6 +40,7 @@ import {
   type ScenarioResult,
   warmReplay,
 } from './scenarios';
+import { type TracingRow, tracingCost, tracingTable } from './tracing-cost';
 
 const SPAWNS = 20;
 /** Operations per side of the local-mode throughput row (scaled by BENCH_SCALE, at least 200). */
@@ -170,6 +171,14 @@ export async function runBench(): Promise<void> {
       progress(`cold start: ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
 
+    // Last: it registers a tracing SDK for the rest of the process.
+    let tracing: TracingRow[] = [];
+    if (!only || only.includes('tracing')) {
+      const t = performance.now();
+      tracing = await tracingCost(tlClient, tlTable, tools, env.iterations(300));
+      progress(`tracing cost: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+
     const cpus = os.cpus();
     const markdown = [
       '## Benchmark: tool-ledger vs Powertools idempotency',
@@ -264,6 +273,16 @@ export async function runBench(): Promise<void> {
       '',
       coldStartTable(bundles, SPAWNS),
       '',
+      '### Tracing off and on',
+      '',
+      'tool-ledger alone, first executions and their replays inside an operation span as the front doors',
+      'open it: off is the OpenTelemetry API with no SDK registered (every span a no-op, what a deployment',
+      'without tracing runs); on is the Node SDK registered, every span sampled into a batch processor and',
+      'an in-memory exporter (no network). The API cannot unregister an SDK, so off runs first, then on,',
+      'each after 30 warm-up operations. Spans per operation: the operation span and one per DynamoDB call.',
+      '',
+      tracingTable(tracing),
+      '',
     ].join('\n');
     process.stdout.write(`${markdown}\n`);
     mkdirSync(path.dirname(outFile), { recursive: true });
@@ -276,7 +295,7 @@ export async function runBench(): Promise<void> {
     }));
     writeFileSync(
       outFile.replace(/\.md$/, '.json'),
-      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles, local }),
+      JSON.stringify({ scenarios: raw, reconciler: costs, capacity, bundles, local, tracing }),
     );
     progress(`written to ${path.relative(process.cwd(), outFile)}`);
   } finally {

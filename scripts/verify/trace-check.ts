@@ -41,6 +41,8 @@ export interface TraceLine {
   state_after: string;
   attempt_number: number;
   outcome_code: string | null;
+  /** The operation's tenant: lines of two tenants' operations with one ID are two operations. */
+  tenant?: string;
   /** Optional grouping key (the model suite adds tenant and table, since tenants share operation IDs). */
   trace_key?: string;
 }
@@ -316,7 +318,8 @@ function replayOne(key: string, lines: TraceLine[], allowance: number, verdict: 
 }
 
 /**
- * Replays transition lines grouped by `trace_key` (else `operation_id`).
+ * Replays transition lines grouped by `trace_key`, else by tenant and `operation_id` (two tenants may
+ * use one operation ID), else by `operation_id` alone.
  *
  * @example
  * ```ts
@@ -327,7 +330,9 @@ function replayOne(key: string, lines: TraceLine[], allowance: number, verdict: 
 export function checkTrace(lines: readonly TraceLine[], options: TraceOptions = {}): TraceVerdict {
   const byKey = new Map<string, TraceLine[]>();
   for (const line of lines) {
-    const key = line.trace_key ?? line.operation_id;
+    const key =
+      line.trace_key ??
+      (typeof line.tenant === 'string' ? `${line.tenant}/${line.operation_id}` : line.operation_id);
     const list = byKey.get(key) ?? [];
     list.push(line);
     byKey.set(key, list);

@@ -35,8 +35,10 @@ function deployment() {
 }
 
 const handlers = (t: Template) =>
-  Object.entries(t.findResources('AWS::Lambda::Function')).filter(([, fn]) =>
-    String((fn.Properties as Props).Description).startsWith('tool-ledger'),
+  Object.entries(t.findResources('AWS::Lambda::Function')).filter(
+    ([, fn]) =>
+      String((fn.Properties as Props).Description).startsWith('tool-ledger') &&
+      !String((fn.Properties as Props).Description).includes('completion events'), // runs no tools
   );
 const kindOf = (fn: { Properties: Props }) =>
   String(fn.Properties.Description).includes('HTTP API')

@@ -233,7 +233,7 @@ describe('expiry', () => {
 });
 
 describe('logs', () => {
-  it('one line per transition with exactly the SPEC §9 fields and no argument values', async () => {
+  it('one line per transition with exactly the SPEC §9 fields and the tenant, and no argument values', async () => {
     tool.next({ kind: 'succeed', result: { secret: 'result-canary-456' } });
     await ledger.submit({
       operationId: 'op-log',
@@ -255,5 +255,6 @@ describe('logs', () => {
     ]);
     expect(Object.keys(transitions[0] ?? {}).sort()).toEqual([...TRANSITION_LOG_FIELDS].sort());
     expect(ledger.logs.at(-1)).toMatchObject({ replayed: true, agent_run_id: 'run-1' });
+    expect(ledger.logs.map((l) => l.tenant)).toEqual(ledger.logs.map(() => 'acme'));
   });
 });

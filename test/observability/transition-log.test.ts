@@ -18,6 +18,7 @@ describe('transition log line', () => {
     });
     const line: TransitionLogLine = {
       event_time: new Date().toISOString(),
+      tenant: 'acme',
       agent_run_id: null,
       operation_id: 'op-1',
       tool_name: 'webhook.post',

@@ -76,7 +76,7 @@ describe('engines', () => {
 
   it.each([
     ['tool-ledger', '', false],
-    // The client has no dependencies; its optional peers are what its sub-entries load.
+    // The client depends on the OpenTelemetry API only; its optional peers are what its sub-entries load.
     ['@tool-ledger/client', 'client', true],
   ] as const)(
     '%s declares Node 22 and 24, and nothing its run-time dependencies refuse',

@@ -239,6 +239,13 @@ describe('the trace checker replays transition lines against the model', () => {
     expect(checkTrace([a, b]).rejected).toEqual([]);
     expect(checkTrace([line(null, 'pending', 1), line(null, 'pending', 1)]).rejected).toHaveLength(1);
   });
+
+  it('keeps two tenants’ operations with one operation ID apart by the tenant on each line', () => {
+    const a = { ...line(null, 'pending', 1), tenant: 'acme' };
+    const b = { ...line(null, 'pending', 1), tenant: 'globex' };
+    expect(checkTrace([a, b]).rejected).toEqual([]);
+    expect(checkTrace([a, { ...a }]).rejected).toHaveLength(1);
+  });
 });
 
 describe('moves missing from the log are bounded by the writes the run lost', () => {
