@@ -135,7 +135,7 @@ describe('DynamoDB throttling', () => {
       const index = stats[0]!.Dimensions.find((d) => d.Name === 'GlobalSecondaryIndexName');
       return (index?.Value as string | undefined) ?? 'table';
     });
-    expect(watched.sort()).toEqual(['attention', 'table', 'unresolved']);
+    expect(watched.sort()).toEqual(['attention', 'operations', 'table', 'unresolved']);
     for (const alarm of throttles) {
       expect(alarm).toMatchObject({
         EvaluationPeriods: 3,
