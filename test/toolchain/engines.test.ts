@@ -39,6 +39,20 @@ function resolve(from: string, name: string): string | undefined {
   }
 }
 
+/**
+ * The agent frameworks the client's framework entries adapt (optional peers). A user who installs one
+ * runs the Node that framework asks for (Mastra: 22.13 and later); the client does not narrow its own
+ * range for them, and docs/frameworks.md says so. The client's other peers (the AWS SDK for SigV4 and
+ * SQS, the MCP SDK) are checked with it.
+ */
+const FRAMEWORKS = new Set([
+  'ai',
+  '@mastra/core',
+  '@openai/agents',
+  '@langchain/core',
+  '@aws/durable-execution-sdk-js',
+]);
+
 /** Every installed package a published package loads at run time: its dependencies and theirs. */
 function runtimeClosure(workspace: string, withPeers: boolean): Map<string, LockEntry> {
   const found = new Map<string, LockEntry>();
@@ -46,7 +60,7 @@ function runtimeClosure(workspace: string, withPeers: boolean): Map<string, Lock
   const queue = [
     ...Object.keys(root.dependencies ?? {}),
     ...Object.keys(root.optionalDependencies ?? {}),
-    ...(withPeers ? Object.keys(root.peerDependencies ?? {}) : []),
+    ...(withPeers ? Object.keys(root.peerDependencies ?? {}).filter((name) => !FRAMEWORKS.has(name)) : []),
   ].map((name) => resolve(workspace, name));
   while (queue.length > 0) {
     const key = queue.pop();
