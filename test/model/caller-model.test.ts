@@ -6,6 +6,7 @@ import {
   type CallerSchedule,
   callerCoverageLine,
   callerScheduleArb,
+  callerScheduleArbWith,
   runCallerSchedule,
 } from './support/caller-world';
 import { modelParams, modelTimeout } from './support/params';
@@ -37,13 +38,15 @@ afterAll(async () => {
   await db?.stop();
 });
 
-const RUNS = 150;
+const RUNS = 300;
 
 describe('model-based: callers executing their own effects under crashes, lost and late messages', () => {
   it.prop([callerScheduleArb], modelParams<[CallerSchedule]>(RUNS))(
     'no effect twice, no outcome lost, nothing stuck, tenants isolated, every line allowed by the model',
     async (schedule) => {
-      await runCallerSchedule(db.client, schedule);
+      await runCallerSchedule(db.client, schedule, {
+        concurrentDuplicateOutcomes: process.env.TOOL_LEDGER_MODEL_CONCURRENT_OUTCOMES === '1',
+      });
     },
     modelTimeout(RUNS),
   );
@@ -55,7 +58,7 @@ describe('model-based: callers executing their own effects under crashes, lost a
       // the effect succeeds takes a few dozen schedules).
       let caught = '';
       let tried = 0;
-      for (const schedule of fc.sample(callerScheduleArb, { numRuns: 300, seed: 7 })) {
+      for (const schedule of fc.sample(callerScheduleArbWith(4), { numRuns: 300, seed: 7 })) {
         tried += 1;
         try {
           await runCallerSchedule(db.client, schedule, { rerunEffectAfterLostOutcome: true });
