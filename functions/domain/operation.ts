@@ -94,6 +94,12 @@ export interface OperationRecord {
   outcome_code?: string;
   /** Lease owner that wrote the last outcome; read back to verify a commit whose response was lost. */
   outcome_by?: string;
+  /**
+   * The last outcome commit's own nonce: a commit whose condition fails and finds its nonce knows its
+   * own earlier write landed (a lost response); the same outcome written by another delivery of the
+   * same message (a caller's post sent twice) has another one.
+   */
+  outcome_write?: string;
   created_at: string;
   updated_at: string;
   completed_at?: string;

@@ -289,6 +289,7 @@ const CLAIM_CLEARS: (keyof OperationRecord)[] = [
   'resolved_by',
   'error',
   'outcome_by',
+  'outcome_write',
   'outcome_code',
 ];
 
@@ -497,6 +498,7 @@ export async function recordOutcome(
   const set: Partial<OperationRecord> = {
     outcome_code: outcome.outcomeCode,
     outcome_by: lease.owner,
+    outcome_write: randomUUID(),
     updated_at: iso(now),
   };
   if (outcome.result !== undefined) set.result = outcome.result;
@@ -554,6 +556,16 @@ export async function recordOutcome(
     }
     const current = result.current;
     if (!current) throw new Error('the operation record vanished during commit');
+    if (
+      current.attempt === record.attempt &&
+      current.outcome_by === lease.owner &&
+      current.state === outcome.state &&
+      current.outcome_write !== set.outcome_write
+    ) {
+      // Another delivery of the same outcome (a caller's post sent twice) landed first: it logged and
+      // counted its transition; this one only answers with the record.
+      return current;
+    }
     if (
       current.attempt === record.attempt &&
       current.outcome_by === lease.owner &&

@@ -289,4 +289,23 @@ describe('the reconciler and operations their caller executes', () => {
     expect(sameName.starts).toHaveLength(0);
     expect(await get(ledger, 'c-name')).toMatchObject({ state: 'failed_retryable', attempt: 1 });
   });
+
+  it('one outcome posted twice at the same instant is one transition: one line, one answer for both', async () => {
+    const ledger = await ledgerFor();
+    const one = await claim(ledger, 'c-twice');
+    const post = () =>
+      recordCallerOutcome(ledger.deps, ledger.req(), {
+        tenant: 'acme',
+        principal: 'agent-1',
+        operationId: 'c-twice',
+        token: one.token,
+        outcome: 'uncertain',
+      });
+    const [a, b] = await Promise.all([post(), post()]);
+    expect(a).toMatchObject({ state: 'uncertain', attempt: 1 });
+    expect(b).toMatchObject({ state: 'uncertain', attempt: 1 });
+    const moves = ledger.logs.filter((l) => l.operation_id === 'c-twice' && l.state_after === 'uncertain');
+    expect(moves.map((l) => `${l.state_before}->${l.state_after}`)).toEqual(['pending->uncertain']);
+    expect(checkTrace(ledger.logs).rejected).toEqual([]);
+  });
 });

@@ -49,7 +49,7 @@ describe('model-based: callers executing their own effects under crashes, lost a
     'no effect twice, no outcome lost, nothing stuck, tenants isolated, every line allowed by the model',
     async (schedule) => {
       await runCallerSchedule(db.client, schedule, {
-        concurrentDuplicateOutcomes: process.env.TOOL_LEDGER_MODEL_CONCURRENT_OUTCOMES === '1',
+        sequentialDuplicateOutcomes: process.env.TOOL_LEDGER_MODEL_SEQUENTIAL_OUTCOMES === '1',
       });
     },
     modelTimeout(RUNS),

@@ -239,8 +239,8 @@ class CallerProc {
 export interface CallerWorldOptions {
   /** The broken caller: after a lost outcome answer it runs the effect again instead of re-posting. */
   rerunEffectAfterLostOutcome?: boolean;
-  /** Deliver a duplicated outcome twice at the same instant (default: the copy right after the first's answer). */
-  concurrentDuplicateOutcomes?: boolean;
+  /** Deliver a duplicated outcome right after the first's answer (default: both at the same instant). */
+  sequentialDuplicateOutcomes?: boolean;
 }
 
 async function settle<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
@@ -394,13 +394,13 @@ export class CallerWorld {
     }
     if (fault === 'dup') callerCoverage.duplicates += 1;
     let settled: PromiseSettledResult<unknown>[];
-    if (fault === 'dup' && proc.phase === 'outcome' && !this.options.concurrentDuplicateOutcomes) {
-      // Known finding: two deliveries of one outcome at the same instant both log the transition
-      // (the second takes the first's write for its own lost answer), so the trace has a line twice.
-      // Until that is fixed the duplicate outcome arrives right after the first was answered.
+    if (fault === 'dup' && proc.phase === 'outcome' && this.options.sequentialDuplicateOutcomes) {
+      // The duplicate outcome arrives right after the first was answered.
       settled = [await settle(send.run())];
       settled.push(await settle(send.run()));
     } else {
+      // Two deliveries of one message at the same instant (the first of them found that both logged
+      // an outcome's transition when each took the other's write for its own lost answer).
       settled = await Promise.allSettled(fault === 'dup' ? [send.run(), send.run()] : [send.run()]);
     }
     const heard = settled[0] as PromiseSettledResult<unknown>;
