@@ -100,6 +100,8 @@ export interface OperationRecord {
    * same message (a caller's post sent twice) has another one.
    */
   outcome_write?: string;
+  /** The last caller claim's own nonce, for the same reason: a claim sent twice lands once. */
+  claim_write?: string;
   created_at: string;
   updated_at: string;
   completed_at?: string;

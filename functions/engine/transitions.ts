@@ -313,6 +313,7 @@ export async function claimByCaller(
     attempt: next,
     lease_owner: lease.owner,
     lease_expires_at: lease.expiresAt,
+    claim_write: randomUUID(),
     updated_at: iso(req.now),
     ...unresolvedFields(record, deps.config, lease.expiresAt),
   };
@@ -339,7 +340,11 @@ export async function claimByCaller(
     { by: principal },
   );
   if (!result.ok && result.current?.lease_owner === lease.owner && result.current.attempt === next) {
-    logLine(deps, req, result.current, record.state, 'pending', undefined, { code: null });
+    // The same claim (one claim_id, so one owner) sent twice: only the delivery whose write landed
+    // logs the transition; the other answers with the record it found.
+    if (result.current.claim_write === set.claim_write) {
+      logLine(deps, req, result.current, record.state, 'pending', undefined, { code: null });
+    }
     return { ok: true, record: result.current };
   }
   return result;

@@ -308,4 +308,30 @@ describe('the reconciler and operations their caller executes', () => {
     expect(moves.map((l) => `${l.state_before}->${l.state_after}`)).toEqual(['pending->uncertain']);
     expect(checkTrace(ledger.logs).rejected).toEqual([]);
   });
+
+  it('a claim of the next attempt sent twice at the same instant (one claim_id) is one transition: one line, one claim', async () => {
+    const ledger = await ledgerFor();
+    const one = await claim(ledger, 'c-claim-twice', { maxAttempts: 3 });
+    await recordCallerOutcome(ledger.deps, ledger.req(), {
+      tenant: 'acme',
+      principal: 'agent-1',
+      operationId: 'c-claim-twice',
+      token: one.token,
+      outcome: 'failed_retryable',
+    });
+    const [a, b] = await Promise.all([
+      claim(ledger, 'c-claim-twice', { claimId: 'retry-1' }),
+      claim(ledger, 'c-claim-twice', { claimId: 'retry-1' }),
+    ]);
+    expect(a).toMatchObject({ attempt: 2 });
+    expect(b.token).toBe(a.token);
+    const claims = ledger.logs.filter(
+      (l) => l.operation_id === 'c-claim-twice' && l.state_after === 'pending',
+    );
+    expect(claims.map((l) => `${l.state_before}->pending@${l.attempt_number}`)).toEqual([
+      'null->pending@1',
+      'failed_retryable->pending@2',
+    ]);
+    expect(checkTrace(ledger.logs).rejected).toEqual([]);
+  });
 });
