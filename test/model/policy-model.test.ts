@@ -221,7 +221,7 @@ class Deployments {
   private watch(tool: string, setting: Setting, ctx: ToolContext): void {
     const check = (async () => {
       const record = await this.store.get(operationKey(ctx.tenant, ctx.operationId));
-      if (!record || record.policy?.execution !== 'ledger') return;
+      if (record?.policy?.execution !== 'ledger') return;
       if (ctx.downstreamKey !== downstreamKey(record.tenant, record.operation_id, record.reservation_id))
         return;
       policyStats.attemptsChecked += 1;
@@ -316,7 +316,7 @@ afterAll(async () => {
   await shared?.stop();
 });
 
-const RUNS = 120;
+const RUNS = 400;
 
 describe('model-based: a tool policy that changes between the steps of a schedule', () => {
   it.prop([policyScheduleArb], modelParams<[PolicySchedule]>(RUNS))(
