@@ -278,6 +278,16 @@ async function runPolicySchedule(env: SharedEnv, ps: PolicySchedule): Promise<vo
     coverage.maxRounds = Math.max(coverage.maxRounds, end.rounds);
 
     // What the contract allows after a policy change (see the top of this file).
+    // A conflict the read path refused (a read's idempotency record of other arguments): a read's answer.
+    const readConflicts = world.conflicts.filter((c) =>
+      world.logs.some((l) => l.request_id === c.requestId && l.state_before === null),
+    );
+    for (const c of readConflicts) if (c.requestId) world.readRequests.add(c.requestId);
+    world.conflicts.splice(
+      0,
+      world.conflicts.length,
+      ...world.conflicts.filter((c) => !readConflicts.includes(c)),
+    );
     policyStats.readAnswers += world.readRequests.size;
     const moved = world.conflicts.filter((c) => deployments.schemaMoved.has(world.op(c.op).toolName));
     policyStats.conflictsAfterSchemaMove += moved.length;

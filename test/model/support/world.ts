@@ -107,7 +107,8 @@ export class World {
   readonly queue = new ModelQueue();
   readonly inflight = new Set<Promise<unknown>>();
   readonly seen: Seen[] = [];
-  readonly conflicts: { op: number; variant: number }[] = [];
+  /** Retries refused as conflicts (`requestId`: the refused request, whose log lines say which path refused it). */
+  readonly conflicts: { op: number; variant: number; requestId?: string }[] = [];
   readonly anomalies: string[] = [];
   readonly logs: TransitionLogLine[] = [];
   /**
@@ -376,7 +377,7 @@ export class World {
         );
       } catch (error) {
         if (error instanceof LedgerError && error.code === 'idempotency_key_reused') {
-          this.conflicts.push({ op: op.index, variant: step.variant });
+          this.conflicts.push({ op: op.index, variant: step.variant, requestId: req.requestId });
           return;
         }
         this.expect(error, ['ledger_unavailable'], `submit ${op.key}`);
