@@ -26,10 +26,14 @@ export interface MisbehavingUpstream {
   close(): Promise<void>;
 }
 
-/** What the server answers; `list` gets the cursor it was sent, `call` the tool's name. */
+/** What the server answers; `list` gets the cursor it was sent, `call` the tool's name, arguments and `_meta`. */
 export interface Misbehaviour {
   list(cursor: string | undefined, n: number): Promise<ListToolsResult> | ListToolsResult;
-  call?(name: string): Promise<CallToolResult> | CallToolResult;
+  call?(
+    name: string,
+    args?: Record<string, unknown>,
+    meta?: Record<string, unknown>,
+  ): Promise<CallToolResult> | CallToolResult;
 }
 
 /** A tool entry with a plain object schema. */
@@ -59,7 +63,9 @@ export async function startMisbehavingUpstream(behaviour: Misbehaviour): Promise
       return behaviour.list(request.params?.cursor, listings);
     });
     server.setRequestHandler(CallToolRequestSchema, async (request) =>
-      behaviour.call ? behaviour.call(request.params.name) : { content: [{ type: 'text', text: 'ok' }] },
+      behaviour.call
+        ? behaviour.call(request.params.name, request.params.arguments, request.params._meta)
+        : { content: [{ type: 'text', text: 'ok' }] },
     );
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

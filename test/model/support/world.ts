@@ -44,6 +44,11 @@ export interface SharedEnv {
 export interface WorldOptions {
   log?: TransitionSink;
   metrics?: () => LedgerMetrics;
+  /**
+   * Called with every new process (`slot`: the schedule slot it serves; undefined for the final
+   * drive's processes), e.g. to give it its own deployment of the tools (`policy-model.test.ts`).
+   */
+  onProcess?: (proc: ModelProcess, slot: number | undefined) => void;
 }
 
 /** A response an actor got that carried a record, kept for the replay and isolation invariants. */
@@ -102,7 +107,8 @@ export class World {
   readonly queue = new ModelQueue();
   readonly inflight = new Set<Promise<unknown>>();
   readonly seen: Seen[] = [];
-  readonly conflicts: { op: number; variant: number }[] = [];
+  /** Retries refused as conflicts (`requestId`: the refused request, whose log lines say which path refused it). */
+  readonly conflicts: { op: number; variant: number; requestId?: string }[] = [];
   readonly anomalies: string[] = [];
   readonly logs: TransitionLogLine[] = [];
   /**
@@ -110,6 +116,11 @@ export class World {
    * may be missing from {@link logs} (see `trace-replay.ts`).
    */
   readonly unseenWrites = new Map<string, number>();
+  /**
+   * Requests the read path answered (the tool was declared a read where they ran): their log lines
+   * are a read's, not transitions of a ledger record.
+   */
+  readonly readRequests = new Set<string>();
   readonly ops: ModelOp[];
   readonly config: LedgerConfig;
   readonly scripted: ScriptedTools;
@@ -189,7 +200,7 @@ export class World {
   }
 
   /** A fresh process (new connection, empty cache), optionally in a schedule slot. */
-  newProcess(maxAttempts = 3): ModelProcess {
+  newProcess(maxAttempts = 3, slot?: number): ModelProcess {
     this.generation += 1;
     const link = new ProcessLink(this.env.endpoint, maxAttempts, (pk) => {
       this.unseenWrites.set(pk, (this.unseenWrites.get(pk) ?? 0) + 1);
@@ -213,7 +224,9 @@ export class World {
       workerId: `p${this.generation}`,
       cache: new TerminalCache(100),
     });
-    return { link, deps };
+    const proc = { link, deps };
+    this.options.onProcess?.(proc, slot);
+    return proc;
   }
 
   /** The record a line is about (`tenant#operation_id`, its `pk`): tenants share operation IDs. */
@@ -234,7 +247,7 @@ export class World {
     const index = slot % this.schedule.processes.length;
     const current = this.slots[index];
     if (current?.link.isAlive) return current;
-    const next = this.newProcess(this.schedule.processes[index] ?? 3);
+    const next = this.newProcess(this.schedule.processes[index] ?? 3, index);
     this.slots[index] = next;
     return next;
   }
@@ -340,8 +353,9 @@ export class World {
     const op = this.op(step.op);
     const proc = this.process(step.proc);
     await this.within(proc, step.fault, async () => {
+      const req = newRequest(proc.deps);
       try {
-        const out = await submitOperation(proc.deps, newRequest(proc.deps), {
+        const out = await submitOperation(proc.deps, req, {
           tenant: op.tenant,
           principal: PRINCIPALS.agent,
           operationId: op.operationId,
@@ -349,6 +363,11 @@ export class World {
           arguments: op.args[step.variant],
           mode: step.mode,
         });
+        // A read tool's answer (a deployment declared the tool a read): no ledger record to check.
+        if (!('pk' in out.record)) {
+          this.readRequests.add(req.requestId);
+          return;
+        }
         this.see(
           op,
           'submit',
@@ -358,7 +377,7 @@ export class World {
         );
       } catch (error) {
         if (error instanceof LedgerError && error.code === 'idempotency_key_reused') {
-          this.conflicts.push({ op: op.index, variant: step.variant });
+          this.conflicts.push({ op: op.index, variant: step.variant, requestId: req.requestId });
           return;
         }
         this.expect(error, ['ledger_unavailable'], `submit ${op.key}`);
