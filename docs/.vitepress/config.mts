@@ -27,13 +27,20 @@ const pages: [string, string][] = [
   ['Install', '/docs/install'],
   ['The contract', '/docs/contract'],
   ['Architecture', '/docs/architecture'],
+  ['The client package', '/client/README'],
   ['Changelog', '/CHANGELOG'],
 ];
 
-/** Every top-level folder of the repository but docs/: their Markdown (client/README.md, fixtures) is theirs. */
+/**
+ * Every top-level folder of the repository but docs/: their Markdown (fixtures, changelogs) is theirs.
+ * The one exception is the client's README, which the docs link to: it is a page of the site too (its
+ * folder's subfolders, `node_modules` among them, and its changelog stay out).
+ */
 const otherFolders = readdirSync(fileURLToPath(new URL('../..', import.meta.url)), { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && entry.name !== 'docs')
-  .map((entry) => `${entry.name}/**`);
+  .flatMap((entry) =>
+    entry.name === 'client' ? ['client/*/**', 'client/CHANGELOG.md'] : [`${entry.name}/**`],
+  );
 
 export default defineConfig({
   title: 'tool-ledger',
