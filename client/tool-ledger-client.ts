@@ -126,7 +126,7 @@ export interface WaitForEventOptions extends WaitOptions {
    * `@tool-ledger/client/sqs` builds one from an `SQSClient` and the queue URL).
    */
   events: EventQueue;
-  /** The operation's tenant. @default the tenant the first read of the operation shows, else your own */
+  /** The operation's tenant. @default the tenant of the client's credentials (`GET /v1/identity`, asked once per client) */
   tenant?: string;
 }
 
@@ -194,6 +194,7 @@ export class ToolLedgerClient {
   private readonly random: RandomSource;
   private readonly backoff: BackoffPolicy;
   private readonly pollBackoff: BackoffPolicy;
+  private tenant: Promise<string> | undefined;
   private readonly deadlineMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly failWhenUnreachable: boolean;
@@ -375,7 +376,7 @@ export class ToolLedgerClient {
     const deadline = this.clock.now() + (options.timeoutMs ?? this.deadlineMs);
     let last = await this.readWithin(operationId, deadline, options);
     if (last !== undefined && until.has(last.state)) return last;
-    const tenant = options.tenant ?? last?.tenant ?? (await this.identity()).tenant;
+    const tenant = options.tenant ?? (await this.ownTenant());
     const handled = new Set<string>();
     for (;;) {
       const remaining = deadline - this.clock.now();
@@ -395,6 +396,15 @@ export class ToolLedgerClient {
       // Past the announced state already (an approval, then a run): the next event says where it went.
       if (last !== undefined && until.has(last.state)) return last;
     }
+  }
+
+  /** The tenant of these credentials, asked once per client (the ledger shows a caller only its own). */
+  private ownTenant(): Promise<string> {
+    this.tenant ??= this.identity().then((identity) => identity.tenant);
+    this.tenant.catch(() => {
+      this.tenant = undefined;
+    });
+    return this.tenant;
   }
 
   /** One read of the operation within the wait's deadline: undefined if it does not exist yet and may. */
