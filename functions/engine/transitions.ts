@@ -1111,7 +1111,8 @@ async function write(
     if (extra.code !== undefined) history.code = extra.code;
     w.history = history;
   }
-  if (w.to !== undefined) {
+  // Only where the engine sends events itself: on AWS the stream does, and the copy is not made.
+  if (w.to !== undefined && deps.events !== undefined) {
     const after: OperationRecord = { ...record, ...w.set, state: w.to };
     for (const attr of w.remove ?? []) delete after[attr];
     const unsent = unsentEventsWith(deps, record.unsent_events, record.state, after);

@@ -151,6 +151,9 @@ describe('waiting for an operation by its completion event, on local mode’s ev
 });
 
 describe('waitForEvent against a scripted ledger', () => {
+  /** The caller's identity: events of tenant `acme` are its own. */
+  const IDENTITY = { status: 200, json: { tenant: 'acme', principal: 'token:1', roles: ['agent'] } };
+
   /** A queue that hands over the given batches in turn, then nothing; records what was deleted. */
   function scriptedQueue(batches: string[][], onEmpty: (waitMs: number) => void = () => undefined) {
     const deleted: string[] = [];
@@ -176,10 +179,11 @@ describe('waitForEvent against a scripted ledger', () => {
 
   it('handles each event ID once: a second delivery of an event already acted on reads nothing', async () => {
     const states = ['queued', 'running', 'succeeded'];
-    const server = await startScriptedServer(() => ({
-      status: 200,
-      json: operationBody('op-1', states.shift() ?? 'succeeded', { tenant: 'acme' }),
-    }));
+    const server = await startScriptedServer((request) =>
+      request.url === '/v1/identity'
+        ? IDENTITY
+        : { status: 200, json: operationBody('op-1', states.shift() ?? 'succeeded') },
+    );
     try {
       const client = new ToolLedgerClient({ endpoint: server.url });
       const approval = eventBody({
@@ -204,10 +208,9 @@ describe('waitForEvent against a scripted ledger', () => {
   });
 
   it('gives up with WaitTimeoutError and the last state seen when no event of the operation arrives', async () => {
-    const server = await startScriptedServer(() => ({
-      status: 200,
-      json: operationBody('op-2', 'queued', { tenant: 'acme' }),
-    }));
+    const server = await startScriptedServer((request) =>
+      request.url === '/v1/identity' ? IDENTITY : { status: 200, json: operationBody('op-2', 'queued') },
+    );
     try {
       const clock = fakeClock();
       const client = new ToolLedgerClient({ endpoint: server.url, clock });
