@@ -17,7 +17,7 @@ const MAX_WAIT_SECONDS = 20;
 
 /**
  * An SQS queue as the {@link EventQueue} of `ToolLedgerClient.waitForEvent`: long polls of up to 20 s
- * (never past the wait's deadline), ten messages at a time; a message is deleted only when the waiter
+ * (to the wait's deadline, rounded up to a whole second), ten messages at a time; a message is deleted only when the waiter
  * found it to be an event of its own operation.
  *
  * @example
@@ -35,7 +35,8 @@ export function sqsEventQueue(options: SqsEventQueueOptions): EventQueue {
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: 10,
-          WaitTimeSeconds: Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.floor(waitMs / 1000))),
+          // Whole seconds, rounded up: a last sub-second wait is one long poll, not a spin of short ones.
+          WaitTimeSeconds: Math.min(MAX_WAIT_SECONDS, Math.max(1, Math.ceil(waitMs / 1000))),
         }),
         signal === undefined ? {} : { abortSignal: signal },
       );
