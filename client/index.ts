@@ -59,6 +59,8 @@ export type { ReconcileVerdict, RunContext, RunInput, RunOutcome, RunWaitOptions
 export { MAX_RESULT_BYTES } from './caller-run';
 export type { Clock, RandomSource } from './clock';
 export { systemClock } from './clock';
+export type { CompletionEvent, EventMessage, EventQueue } from './completion-events';
+export { completionEventOfBody } from './completion-events';
 export {
   ClaimLostError,
   DeadlineExceededError,
@@ -83,6 +85,7 @@ export type {
   ListOptions,
   Resolution,
   ToolLedgerClientOptions,
+  WaitForEventOptions,
   WaitOptions,
 } from './tool-ledger-client';
 export { callResultKind, ToolLedgerClient } from './tool-ledger-client';

@@ -11,6 +11,7 @@ import { callResultKind, TERMINAL_STATES } from './api-types';
 import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF, parseRetryAfter } from './backoff';
 import { type RunInput, type RunOutcome, runOperation } from './caller-run';
 import { type Clock, type RandomSource, systemClock } from './clock';
+import { completionEventOfBody, type EventQueue } from './completion-events';
 import {
   DeadlineExceededError,
   IdempotencyConflictError,
@@ -117,6 +118,18 @@ export interface WaitOptions {
   waitForCreation?: boolean;
 }
 
+/** Options of {@link ToolLedgerClient.waitForEvent}. */
+export interface WaitForEventOptions extends WaitOptions {
+  /**
+   * The queue the ledger's completion events arrive on: local mode's events queue, or on AWS an SQS
+   * queue that an EventBridge rule on the ledger's bus targets (`sqsEventQueue` from
+   * `@tool-ledger/client/sqs` builds one from an `SQSClient` and the queue URL).
+   */
+  events: EventQueue;
+  /** The operation's tenant. @default the tenant of the client's credentials (`GET /v1/identity`, asked once per client) */
+  tenant?: string;
+}
+
 /** An operator's decision on an uncertain operation (the tool-ledger contract, §5, resolution route). */
 export interface Resolution {
   outcome: 'applied' | 'not_applied' | 'failed';
@@ -181,6 +194,7 @@ export class ToolLedgerClient {
   private readonly random: RandomSource;
   private readonly backoff: BackoffPolicy;
   private readonly pollBackoff: BackoffPolicy;
+  private tenant: Promise<string> | undefined;
   private readonly deadlineMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly failWhenUnreachable: boolean;
@@ -331,6 +345,88 @@ export class ToolLedgerClient {
       const delay = backoffDelay(this.pollBackoff, poll, this.random, retryAfterMs);
       if (this.clock.now() + delay >= deadline) throw new WaitTimeoutError(last);
       await this.clock.sleep(delay, options.signal);
+    }
+  }
+
+  /**
+   * Waits for the operation by its completion events instead of by polling: reads the operation once
+   * (an event sent before the wait began, or taken by someone else, is not missed), then reads
+   * `options.events` until an event of this tenant and operation announces one of `until`, and reads
+   * the operation once more to return it with its result.
+   *
+   * Only the events of this operation are deleted from the queue (each event ID is handled once,
+   * duplicates included); other messages are left untouched and reappear for their readers after the
+   * queue's visibility timeout. A queue read by one waiter at a time wastes nothing; give concurrent
+   * waiters a queue each (an EventBridge rule can filter on `detail.tenant` or `detail.agent_run_id`).
+   *
+   *     wait ──GET──▶ not there yet ──receive…receive──▶ event ⟨tenant, id, state ∈ until⟩ ──GET──▶ operation
+   *
+   * @throws WaitTimeoutError with the last state seen when time runs out.
+   * @example
+   * ```ts
+   * import { sqsEventQueue } from '@tool-ledger/client/sqs';
+   * const events = sqsEventQueue({ queueUrl: eventsQueueUrl, sqs });
+   * await client.call({ operationId: id, tool: 'webhook.post', arguments, async: true });
+   * const done = await client.waitForEvent(id, { events, timeoutMs: 60_000 });
+   * ```
+   */
+  async waitForEvent(operationId: string, options: WaitForEventOptions): Promise<Operation> {
+    assertOperationId(operationId);
+    const until = new Set<OperationState>(options.until ?? TERMINAL_STATES);
+    const deadline = this.clock.now() + (options.timeoutMs ?? this.deadlineMs);
+    let last = await this.readWithin(operationId, deadline, options);
+    if (last !== undefined && until.has(last.state)) return last;
+    const tenant = options.tenant ?? (await this.ownTenant());
+    const handled = new Set<string>();
+    for (;;) {
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0) throw new WaitTimeoutError(last);
+      const messages = await options.events.receive({ waitMs: remaining, signal: options.signal });
+      let announced = false;
+      for (const message of messages) {
+        const event = completionEventOfBody(message.body);
+        if (event === undefined || event.tenant !== tenant || event.operation_id !== operationId) continue;
+        await message.delete();
+        if (handled.has(event.event_id)) continue;
+        handled.add(event.event_id);
+        if (until.has(event.state)) announced = true;
+      }
+      if (!announced) continue;
+      last = await this.readWithin(operationId, deadline, options);
+      // Past the announced state already (an approval, then a run): the next event says where it went.
+      if (last !== undefined && until.has(last.state)) return last;
+    }
+  }
+
+  /** The tenant of these credentials, asked once per client (the ledger shows a caller only its own). */
+  private ownTenant(): Promise<string> {
+    this.tenant ??= this.identity().then((identity) => identity.tenant);
+    this.tenant.catch(() => {
+      this.tenant = undefined;
+    });
+    return this.tenant;
+  }
+
+  /** One read of the operation within the wait's deadline: undefined if it does not exist yet and may. */
+  private async readWithin(
+    operationId: string,
+    deadline: number,
+    options: WaitOptions,
+  ): Promise<Operation | undefined> {
+    try {
+      const { response } = await this.send({
+        method: 'GET',
+        path: operationPath(operationId),
+        rule: 'plain',
+        deadlineMs: Math.max(1, deadline - this.clock.now()),
+        signal: options.signal,
+      });
+      return parseOperation(response);
+    } catch (error) {
+      if (error instanceof DeadlineExceededError) throw new WaitTimeoutError(undefined, error);
+      if (options.waitForCreation && error instanceof ToolLedgerRequestError && error.status === 404)
+        return undefined;
+      throw error;
     }
   }
 

@@ -10,7 +10,7 @@ export default defineConfig({
   entry: {
     index: 'index.ts',
     sigv4: 'sigv4.ts',
-    sqs: 'sqs-sender.ts',
+    sqs: 'sqs-entry.ts',
     mcp: 'mcp-entry.ts',
     'ai-sdk': 'ai-sdk-entry.ts',
     mastra: 'mastra-entry.ts',

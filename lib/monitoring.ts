@@ -7,18 +7,26 @@ import {
   Dashboard,
   GraphWidget,
   type IMetric,
+  LogQueryVisualizationType,
+  LogQueryWidget,
   MathExpression,
   Metric,
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ILogGroup } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { LEDGER_METRICS, METRICS_NAMESPACE } from '../functions/contract/metrics';
 import { LEDGER_INDEXES } from '../functions/contract/table';
 import { NEAR_TIMEOUT_SHARE, PASS_TIME_SHARE } from '../functions/contract/time-budget';
+import { TRANSITION_LOG_MESSAGE } from '../functions/contract/transition-log';
+import { STATES, TERMINAL_STATES } from '../functions/domain/states';
+
+/** Most tenants the dashboard's per-tenant views name; the rest are in the logs, not on the dashboard. */
+export const MAX_DASHBOARD_TENANTS = 20;
 
 /**
  * Alarms and a dashboard for an operator who must answer two questions: is any operation stuck where
@@ -70,6 +78,13 @@ export interface LedgerMonitoringProps {
   tableThrottleThreshold: number;
   /** Where alarm and OK notifications go. */
   alarmTopic: ITopic;
+  /**
+   * The tenants bound at synth: with any, the dashboard gets per-tenant views of the first
+   * {@link MAX_DASHBOARD_TENANTS} in name order. @default none (no per-tenant views)
+   */
+  tenants?: readonly string[] | undefined;
+  /** The log groups the transition lines go to (the API, executor and reconciler handlers'). */
+  transitionLogGroups?: readonly ILogGroup[] | undefined;
 }
 
 /** The alarms (by name) and the dashboard. */
@@ -455,9 +470,58 @@ export class LedgerMonitoring extends Construct {
             width: 8,
           }),
         ],
+        ...perTenantRows(props.tenants ?? [], props.transitionLogGroups ?? []),
       ],
     });
   }
+}
+
+/**
+ * The per-tenant views: Logs Insights tables over the transition lines (which carry the tenant), not
+ * metrics, so that no metric gets a tenant dimension and the number of series stays what it is. Three
+ * widgets whatever the number of tenants, each naming at most {@link MAX_DASHBOARD_TENANTS} of them.
+ */
+export function perTenantRows(
+  tenants: readonly string[],
+  logGroups: readonly ILogGroup[],
+): LogQueryWidget[][] {
+  if (tenants.length === 0 || logGroups.length === 0) return [];
+  const shown = [...tenants].sort().slice(0, MAX_DASHBOARD_TENANTS);
+  const more = tenants.length - shown.length;
+  const suffix = more > 0 ? ` (first ${shown.length} tenants by name; ${more} more in the logs)` : '';
+  const quoted = (values: readonly string[]) => `[${values.map((v) => JSON.stringify(v)).join(', ')}]`;
+  const lines = `filter message = ${JSON.stringify(TRANSITION_LOG_MESSAGE)} and tenant in ${quoted(shown)}`;
+  const unresolved = STATES.filter((state) => !TERMINAL_STATES.has(state));
+  const widget = (title: string, queryLines: string[]) =>
+    new LogQueryWidget({
+      title: `${title}${suffix}`,
+      logGroupNames: logGroups.map((group) => group.logGroupName),
+      queryLines: [lines, ...queryLines],
+      view: LogQueryVisualizationType.TABLE,
+      width: 8,
+    });
+  return [
+    [
+      widget('Per tenant: first executions', [
+        'filter state_before = "pending" and attempt_number = 1 and state_after != "pending"',
+        'stats count(*) as first_executions by tenant',
+        'sort tenant asc',
+      ]),
+      widget('Per tenant: uncertain, waiting for a person (transitions into)', [
+        'filter state_before != state_after',
+        'filter state_after in ["uncertain", "needs_reconciliation", "awaiting_approval"]',
+        'stats count(*) as transitions by tenant, state_after',
+        'sort tenant asc',
+      ]),
+      widget('Per tenant: unresolved backlog by state (last transition in the time range)', [
+        'filter state_before != state_after',
+        'stats latest(state_after) as state by tenant, operation_id',
+        `filter state in ${quoted(unresolved)}`,
+        'stats count(*) as operations by tenant, state',
+        'sort tenant asc',
+      ]),
+    ],
+  ];
 }
 
 function capitalize(text: string): string {

@@ -348,6 +348,8 @@ export class ToolLedger extends Construct {
       handlerErrorThreshold: settings.handlerErrorThreshold,
       tableThrottleThreshold: settings.tableThrottleThreshold,
       alarmTopic: this.alarmTopic,
+      tenants: Object.keys(settings.tenants),
+      transitionLogGroups: [api.logGroup, executor.logGroup, reconciler.logGroup],
     });
     this.alarms = monitoring.alarms;
     this.dashboard = monitoring.dashboard;

@@ -1,3 +1,4 @@
+import type { CompletionEvent } from '../contract/completion-event';
 import { downstreamKey } from './downstream-key';
 import type { PayloadRef, ResultUnavailable } from './payload';
 import type { OperationPolicy } from './policy';
@@ -148,6 +149,12 @@ export interface OperationRecord {
    * as `late_outcome`; any other token changes nothing. Never shown.
    */
   superseded_claims?: string[];
+  /**
+   * Completion events written with the transition that made them and not yet sent, by event ID: where
+   * the engine sends events itself (local mode, which has no table stream), a send lost to a crash is
+   * sent again from here, with the same ID. Cleared once sent. Never shown.
+   */
+  unsent_events?: Record<string, CompletionEvent>;
 }
 
 /**

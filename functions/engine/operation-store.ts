@@ -175,6 +175,11 @@ export interface OperationStore {
     expect: LateOutcomeExpectation,
     lateOutcome: OperationRecord['late_outcome'],
   ): Promise<WriteResult>;
+  /**
+   * Forgets one of a record's unsent completion events once it was sent (touching nothing else); an
+   * event already forgotten, or a record gone, is no error.
+   */
+  clearUnsentEvent(key: ItemKey, eventId: string): Promise<void>;
   /** One page of a shard of the reconciler's view: records due by `dueBy`, oldest first. */
   queryAttention(shard: string, dueBy: number, limit: number, cursor?: string): Promise<Page>;
   /** One page of one tenant's due records (an operator's reconcile pass). */

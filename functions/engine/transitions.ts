@@ -165,6 +165,8 @@ async function putReservation(
 ): Promise<Reservation> {
   const nowSeconds = Math.floor(req.now / 1000);
   Object.assign(item, operationsIndexFields(item, deps.config));
+  const unsent = unsentEventsWith(deps, undefined, null, item);
+  if (unsent !== undefined) item.unsent_events = unsent;
   for (let i = 0; i < MAX_RESERVE_TRIES; i++) {
     const result = await deps.store.reserve(item, nowSeconds);
     const existing = result.created ? undefined : result.existing;
@@ -1109,6 +1111,13 @@ async function write(
     if (extra.code !== undefined) history.code = extra.code;
     w.history = history;
   }
+  // Only where the engine sends events itself: on AWS the stream does, and the copy is not made.
+  if (w.to !== undefined && deps.events !== undefined) {
+    const after: OperationRecord = { ...record, ...w.set, state: w.to };
+    for (const attr of w.remove ?? []) delete after[attr];
+    const unsent = unsentEventsWith(deps, record.unsent_events, record.state, after);
+    if (unsent !== undefined) w.set.unsent_events = unsent;
+  }
   const result = await deps.store.transition(record, w);
   if (result.ok && w.to !== undefined) {
     logLine(deps, req, result.record, record.state, w.to, tool, {
@@ -1201,19 +1210,46 @@ export function logObservation(
 }
 
 /**
+ * The record's unsent events with the event of this write added, where the engine sends events itself
+ * (local mode): the event is written with its transition, in the same conditional write, so a crash
+ * before the send leaves it on the record for the next start to send (at least once, same ID).
+ * Undefined when the write makes no event (or events go from the table's stream).
+ *
+ *     write ⟨state, unsent_events += E⟩ ──send E──▶ clear E        crash anywhere ─▶ next start sends E
+ */
+function unsentEventsWith(
+  deps: LedgerDeps,
+  unsent: OperationRecord['unsent_events'],
+  before: OperationState | null,
+  after: OperationRecord,
+): OperationRecord['unsent_events'] {
+  if (deps.events === undefined) return undefined;
+  const event = completionEventOf(before, after);
+  if (event === undefined) return undefined;
+  return { ...unsent, [event.event_id]: event };
+}
+
+/**
  * Sends the completion event of a transition someone waits for, where the deployment sends them from
- * the engine (local mode); a failed send is logged, never the transition's failure.
+ * the engine (local mode), then forgets it on the record; a failed send is logged, never the
+ * transition's failure, and the event stays on the record for the next start.
  */
 function publishEvent(deps: LedgerDeps, before: OperationState | null, record: OperationRecord): void {
-  if (deps.events === undefined) return;
+  const sink = deps.events;
+  if (sink === undefined) return;
   const event = completionEventOf(before, record);
   if (event === undefined) return;
-  deps.events.publish([event]).catch((error: unknown) => {
-    logger.warn('completion event not sent', {
-      operation_id: record.operation_id,
-      error_class: errorClass(error),
+  sink
+    .publish([event])
+    .then(() => deps.store.clearUnsentEvent({ pk: record.pk, sk: record.sk }, event.event_id))
+    .catch((error: unknown) => {
+      logger.warn('completion event not sent', {
+        tenant: record.tenant,
+        operation_id: record.operation_id,
+        event_id: event.event_id,
+        error_class: errorClass(error),
+      });
     });
-  });
 }
 
 /**

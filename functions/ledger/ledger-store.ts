@@ -12,6 +12,7 @@ import {
   type ScanCommandOutput,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import type { CompletionEvent } from '../contract/completion-event';
 import { unresolvedPartitions } from '../contract/index-shards';
 import { type IndexSchema, LEDGER_TABLE } from '../contract/table';
 import { LedgerUnavailableError } from '../domain/errors';
@@ -182,6 +183,60 @@ export class LedgerStore implements OperationStore {
       const current = error.Item ? fromItem(error.Item) : await this.get(key);
       return { ok: false, current };
     }
+  }
+
+  async clearUnsentEvent(key: ItemKey, eventId: string): Promise<void> {
+    try {
+      await call(() =>
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: toAttributes(key),
+            UpdateExpression: 'REMOVE unsent_events.#id',
+            // A missing map or key would make the path invalid: the condition turns that into a no-op.
+            ConditionExpression: 'attribute_exists(unsent_events.#id)',
+            ExpressionAttributeNames: { '#id': eventId },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /**
+   * The records that still hold unsent completion events, a page at a time (a Scan: local mode reads
+   * them once at its start, from a ledger of one machine's size).
+   *
+   * @example
+   * ```ts
+   * for await (const { key, events } of store.unsentEvents()) await sink.publish(events);
+   * ```
+   */
+  async *unsentEvents(): AsyncGenerator<{ key: ItemKey; events: CompletionEvent[] }> {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const out: ScanCommandOutput = await call(() =>
+        this.client.send(
+          new ScanCommand({
+            TableName: this.tableName,
+            FilterExpression: 'attribute_exists(unsent_events)',
+            ProjectionExpression: 'pk, sk, unsent_events',
+            ExclusiveStartKey: start,
+          }),
+        ),
+      );
+      for (const item of out.Items ?? []) {
+        const { pk, sk, unsent_events } = fromAttributes(item) as {
+          pk: string;
+          sk: string;
+          unsent_events?: Record<string, CompletionEvent>;
+        };
+        const events = Object.values(unsent_events ?? {});
+        if (events.length > 0) yield { key: { pk, sk }, events };
+      }
+      start = out.LastEvaluatedKey;
+    } while (start !== undefined);
   }
 
   /**

@@ -1,7 +1,11 @@
 import { chmod, mkdir } from 'node:fs/promises';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { SETTINGS } from '../contract/environment';
 import { workMessageFor } from '../engine/stored-call';
+import { SqsEventSink } from '../events/sqs-event-sink';
+import { sendUnsentEvents } from '../events/unsent-events';
+import { LedgerStore } from '../ledger/ledger-store';
 import { logger } from '../observability/logger';
 import { SqsWorkQueue } from '../queue/sqs-work-queue';
 import type { ToolRegistry } from '../tools/registry';
@@ -147,6 +151,9 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
     const { QueueUrl: eventsQueueUrl } = await sqs.client.send(
       new CreateQueueCommand({ QueueName: EVENTS_QUEUE_NAME }),
     );
+    // Events written with their transition and never sent (a crash between the write and the send):
+    // sent now, with the IDs they were written with (at least once, as the stream does on AWS).
+    const resentEvents = await resendUnsentEvents(dynamo.endpoint, settings.tableName, sqs, eventsQueueUrl);
     // A second message for an operation is harmless (the claim is conditional); a missing one would
     // leave the operation waiting for the reconciler's stale-queued pass.
     const work = new SqsWorkQueue(sqs.client, queues.queueUrl);
@@ -169,6 +176,7 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       orphaned: found.orphaned,
       requeued: queued.length,
       restored_messages: restored,
+      resent_events: resentEvents,
       duration_ms: Math.round(found.durationMs),
     });
     Object.assign(
@@ -251,6 +259,29 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
   } catch (error) {
     await stopStarted();
     throw error;
+  }
+}
+
+/** Sends the completion events the ledger's records still hold to the local events queue. */
+async function resendUnsentEvents(
+  endpoint: string,
+  tableName: string,
+  sqs: LocalSqs,
+  eventsQueueUrl: string | undefined,
+): Promise<number> {
+  if (eventsQueueUrl === undefined) return 0;
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  try {
+    return await sendUnsentEvents(
+      new LedgerStore({ client, tableName }),
+      new SqsEventSink(sqs.client, eventsQueueUrl),
+    );
+  } finally {
+    client.destroy();
   }
 }
 

@@ -1,3 +1,4 @@
+import { TRANSITION_LOG_MESSAGE } from '../contract/transition-log';
 import type { OperationState } from '../domain/states';
 import { logger } from './logger';
 
@@ -48,5 +49,5 @@ export type TransitionSink = (line: TransitionLogLine) => void;
 /** Writes a transition line through the Powertools logger. */
 export const logTransition: TransitionSink = (line) => {
   // Each line is built for this call alone (engine/transitions.ts): no copy before Powertools merges it.
-  logger.info('operation transition', line as unknown as Record<string, unknown>);
+  logger.info(TRANSITION_LOG_MESSAGE, line as unknown as Record<string, unknown>);
 };

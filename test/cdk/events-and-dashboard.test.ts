@@ -3,6 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
 import { EVENT_STATES } from '../../functions/contract/completion-event';
+import { MAX_DASHBOARD_TENANTS } from '../../lib/monitoring';
 import { ToolLedger } from '../../lib/tool-ledger';
 import { exampleStack, testApp } from './synth';
 
@@ -105,4 +106,53 @@ describe('the operations dashboard', () => {
       expect(body, needle).toContain(needle);
     }
   });
+
+  it('adds per-tenant views of the bound tenants from the transition lines, giving no metric a tenant dimension', () => {
+    const template = Template.fromStack(exampleStack(testApp()));
+    const body = dashboardBody(template);
+    for (const title of [
+      'Per tenant: first executions',
+      'Per tenant: uncertain, waiting for a person (transitions into)',
+      'Per tenant: unresolved backlog by state (last transition in the time range)',
+    ])
+      expect(body, title).toContain(title);
+    expect(body).toContain('tenant in ["acme", "globex"]');
+    expect(body).toContain('stats count(*) as first_executions by tenant');
+    // Over the handlers' own log groups, where the transition lines go.
+    const groups = Object.keys(template.findResources('AWS::Logs::LogGroup')).filter((id) =>
+      /(Api|Executor|Reconciler)HandlerLogs/.test(id),
+    );
+    expect(groups).toHaveLength(3);
+    for (const id of groups) expect(body).toContain(id);
+    expect(body).not.toMatch(/"tenant"\s*,\s*"acme"/); // no metric series per tenant
+  });
+
+  it('names at most 20 tenants, says how many more there are, and has no per-tenant view without tenants', () => {
+    const tenants = Object.fromEntries(
+      Array.from({ length: MAX_DASHBOARD_TENANTS + 5 }, (_, i) => [
+        `t${String(i).padStart(2, '0')}`,
+        { agents: [`arn:aws:iam::123456789012:role/agent-${i}`] },
+      ]),
+    );
+    const stack = new Stack(testApp(), 'ManyTenants');
+    new ToolLedger(stack, 'Ledger', { tenants });
+    const body = dashboardBody(Template.fromStack(stack));
+    expect(MAX_DASHBOARD_TENANTS).toBe(20);
+    expect(body).toContain('"t19"]');
+    expect(body).not.toContain('"t20"');
+    expect(body).toContain('(first 20 tenants by name; 5 more in the logs)');
+    expect(body.split('Per tenant:').length - 1).toBe(3);
+
+    const bare = new Stack(testApp(), 'NoTenants');
+    new ToolLedger(bare, 'Ledger');
+    expect(dashboardBody(Template.fromStack(bare))).not.toContain('Per tenant:');
+  });
 });
+
+function dashboardBody(template: Template): string {
+  const dashboard = Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0] as {
+    Properties: { DashboardBody: unknown };
+  };
+  // The widgets' JSON inside the template's JSON: quotes read back as plain quotes.
+  return JSON.stringify(dashboard.Properties.DashboardBody).replace(/\\+"/g, '"').replace(/\\+n/g, '\n');
+}

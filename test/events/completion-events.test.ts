@@ -14,6 +14,7 @@ import { completionEventOf, eventIdOf } from '../../functions/events/completion-
 import { putEventsEntries } from '../../functions/events/eventbridge-sink';
 import { SqsEventSink } from '../../functions/events/sqs-event-sink';
 import { createStreamEventsHandler } from '../../functions/events/stream-events';
+import { sendUnsentEvents } from '../../functions/events/unsent-events';
 import { toItem } from '../../functions/ledger/record-item';
 import { type LocalSqs, startLocalSqs } from '../../functions/local/sqs-server';
 import { freshTable, useDynalite } from '../support/dynalite';
@@ -196,6 +197,65 @@ describe('completion events from the engine to the local events queue', () => {
   });
 });
 
+describe('completion events from the engine survive a crash between the transition and the send (local mode)', () => {
+  it('an event whose send dies after its transition is sent at the next start with the same event ID, and nothing else is sent', async () => {
+    const queueUrl = await newQueue();
+    const tool = new ScriptedTool('test.t');
+    const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);
+    // The transitions land; the process dies before the send (here: the send throws).
+    let attempts = 0;
+    ledger.deps.events = {
+      publish: () => {
+        attempts += 1;
+        return Promise.reject(new Error('crashed'));
+      },
+    };
+    await ledger.submit({ operationId: 'op-c', arguments: { target: 'a' } });
+    await ledger.submit({ operationId: 'op-d', arguments: { target: 'b' } });
+    expect(attempts).toBe(2);
+    expect(await drain(sqs.client, queueUrl)).toBe(0);
+    const records = await Promise.all(
+      ['op-c', 'op-d'].map((id) => ledger.store.get(operationKey('acme', id))),
+    );
+    for (const record of records)
+      expect(Object.keys(record?.unsent_events ?? {})).toEqual([eventIdOf(record!)]);
+
+    // The next start sends what the records hold, once each, and forgets it.
+    const sink = new SqsEventSink(sqs.client, queueUrl);
+    expect(await sendUnsentEvents(ledger.store, sink)).toBe(2);
+    const events = await receive(sqs.client, queueUrl, 2);
+    expect(await drain(sqs.client, queueUrl)).toBe(0);
+    expect(events.map((e) => e.event_id).sort()).toEqual(records.map((r) => eventIdOf(r!)).sort());
+    expect(events.map((e) => [e.operation_id, e.state, e.previous_state]).sort()).toEqual([
+      ['op-c', 'succeeded', 'pending'],
+      ['op-d', 'succeeded', 'pending'],
+    ]);
+    // A start after that sends nothing: the records no longer hold the events.
+    expect(await sendUnsentEvents(ledger.store, sink)).toBe(0);
+    expect(await drain(sqs.client, queueUrl)).toBe(0);
+    expect((await ledger.store.get(operationKey('acme', 'op-c')))?.unsent_events).toEqual({});
+  });
+
+  it('an event sent right after its transition is forgotten on the record, so no start sends it again', async () => {
+    const queueUrl = await newQueue();
+    const tool = new ScriptedTool('test.t');
+    const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);
+    ledger.deps.events = new SqsEventSink(sqs.client, queueUrl);
+    const cleared = new Promise<string>((resolve) => {
+      const clear = ledger.store.clearUnsentEvent.bind(ledger.store);
+      ledger.store.clearUnsentEvent = async (key, eventId) => {
+        await clear(key, eventId);
+        resolve(eventId);
+      };
+    });
+    await ledger.submit({ operationId: 'op-e', arguments: { target: 'a' } });
+    const [event] = await receive(sqs.client, queueUrl, 1);
+    expect(await cleared).toBe(event?.event_id);
+    expect(await sendUnsentEvents(ledger.store, ledger.deps.events)).toBe(0);
+    expect(await drain(sqs.client, queueUrl)).toBe(0);
+  });
+});
+
 describe('completion events from the table stream (AWS)', () => {
   it('a publish that fails after the transition is delivered again with the same event ID, and nothing else is sent', async () => {
     const queueUrl = await newQueue();
@@ -203,6 +263,7 @@ describe('completion events from the table stream (AWS)', () => {
     const ledger = testLedger(db.client, await freshTable(db.client), [tool.tool]);
     await ledger.submit({ operationId: 'op-s', arguments: { target: 'a' } });
     const done = (await ledger.store.get(operationKey('acme', 'op-s')))!;
+    expect(done.unsent_events).toBeUndefined(); // without an engine sink, records carry no events
     const pending: OperationRecord = { ...done, state: 'pending' };
     const batch = {
       Records: [
