@@ -13,9 +13,10 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationKey } from '../../functions/contract/keys';
 import { resultObjectKey } from '../../functions/contract/payload-objects';
-import { ResultUnavailableError } from '../../functions/domain/errors';
+import { LedgerUnavailableError, ResultUnavailableError } from '../../functions/domain/errors';
 import { type OperationRecord, toView } from '../../functions/domain/operation';
 import { loadResult, placeResult } from '../../functions/engine/payloads';
+import { reconcilePass } from '../../functions/engine/reconcile';
 import { toAttributes, toItem } from '../../functions/ledger/record-item';
 import { S3ObjectStore } from '../../functions/ledger/s3-object-store';
 import { type LocalSqs, localS3Client, startLocalSqs } from '../../functions/local/sqs-server';
@@ -192,6 +193,45 @@ describe('whole results kept in the object store', () => {
     );
     const replay = await ledger.submit({ operationId: 'o-5', arguments: { target: 'x' } });
     expect((await loadResult(ledger.deps, replay.record)).result).toBe(JSON.stringify(committed));
+  });
+
+  it('a crash between the object write and the commit leaves an orphan that the next attempt’s result never meets', async () => {
+    const lost = noise(80_000);
+    const kept = noise(80_000);
+    const { tool, table, ledger } = await ledgerWithObjects(lost);
+    tool.next({ kind: 'succeed', result: lost }, { kind: 'succeed', result: kept });
+    tool.reconcileVerdict = 'not_applied';
+    // The attempt's commit never lands (the process dies after writing the object).
+    const transition = ledger.store.transition.bind(ledger.store);
+    ledger.store.transition = async (record, write) => {
+      if (write.transition === 'record_outcome') throw new LedgerUnavailableError('the process died');
+      return transition(record, write);
+    };
+    await ledger.submit({ operationId: 'o-9', arguments: { target: 'x' } }).catch(() => undefined);
+    ledger.store.transition = transition;
+    const crashed = (await ledger.store.get(operationKey('acme', 'o-9')))!;
+    expect(crashed.state).toBe('pending');
+    const prefix = resultObjectKey(crashed, 'x').replace(/\/[^/]*$/, '/');
+    const orphans = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    expect(orphans.Contents).toHaveLength(1);
+
+    // The lease runs out; the reconciler finds the attempt did not apply; the next attempt runs.
+    for (let pass = 0; pass < 4; pass++) {
+      const record = (await ledger.store.get(operationKey('acme', 'o-9')))!;
+      if (record.state === 'failed_retryable') break;
+      ledger.advance(
+        Math.max((record.attention_at ?? record.lease_expires_at ?? 0) - ledger.deps.clock() + 1, 1),
+      );
+      await reconcilePass(ledger.deps, ledger.req());
+    }
+    const second = await ledger.submit({ operationId: 'o-9', arguments: { target: 'x' } });
+    expect(second.record).toMatchObject({ state: 'succeeded', attempt: 2 });
+    const ref = JSON.parse((await rawItem(table, 'o-9')).result_ref?.S ?? '{}');
+    const all = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    expect(all.Contents?.map((o) => o.Key)).toContain(ref.key);
+    expect(all.Contents).toHaveLength(2);
+    const replay = await ledger.submit({ operationId: 'o-9', arguments: { target: 'x' } });
+    expect((await loadResult(ledger.deps, replay.record)).result).toBe(JSON.stringify(kept));
   });
 
   it('results that fit in the item stay there, and without an object store a large one keeps the truncated form', async () => {
