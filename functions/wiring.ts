@@ -4,6 +4,7 @@ import { withUpstreams } from '#tool-ledger/upstreams';
 import { loadConfig } from './config';
 import { readSetting, SETTINGS } from './contract/environment';
 import { createDeps, type LedgerDeps } from './engine/ledger-deps';
+import type { ObjectStore } from './engine/object-store';
 import { parseTenantRateLimits, type TenantRateLimiter } from './engine/tenant-rate-limit';
 import { noWorkQueue } from './engine/work-queue';
 import { lazySink } from './events/lazy-sink';
@@ -147,8 +148,10 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
           });
           return new SqsEventSink(client, eventsQueueUrl);
         });
+  const objects = resultObjects(env, localCredentials);
   const deps = createDeps({
     store: new LedgerStore({ client: dynamo, tableName: config.tableName }),
+    ...(objects === undefined ? {} : { objects }),
     tools: new ToolRegistry(factory(toolEnv)),
     config,
     queue,
@@ -168,6 +171,40 @@ export function buildRuntime(factory: ToolFactory, env: NodeJS.ProcessEnv = proc
   if (limits !== undefined) runtime.tenantLimiter = new DynamoTenantLimiter(dynamo, config.tableName, limits);
   runtime.refreshTools = withUpstreams(deps, env);
   return runtime;
+}
+
+/**
+ * The object store of whole results, when the deployment names a bucket: S3 on AWS, local mode's
+ * emulator at its endpoint (path-style, since bucket host names do not resolve locally). The SDK is
+ * loaded at the first put or get: most invocations never touch a large result.
+ */
+function resultObjects(env: NodeJS.ProcessEnv, localCredentials: object): ObjectStore | undefined {
+  const bucket = readSetting(env, SETTINGS.resultsBucket);
+  if (bucket === '') return undefined;
+  const endpoint = readSetting(env, SETTINGS.s3Endpoint);
+  let store: Promise<ObjectStore> | undefined;
+  const open = (): Promise<ObjectStore> => {
+    store ??= Promise.all([import('@aws-sdk/client-s3'), import('./ledger/s3-object-store')]).then(
+      ([{ S3Client }, { S3ObjectStore }]) =>
+        new S3ObjectStore(
+          new S3Client({
+            ...localCredentials,
+            ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+            maxAttempts: 3,
+            // Up to 6 MB each way: more time per request than DynamoDB's, still well inside a sync call.
+            requestHandler: { connectionTimeout: SDK_TIMEOUTS.connectionTimeout, requestTimeout: 10_000 },
+            cacheMiddleware: true,
+          }),
+          bucket,
+        ),
+    );
+    return store;
+  };
+  return {
+    put: async (key, bytes, encoding) => (await open()).put(key, bytes, encoding),
+    get: async (key) => (await open()).get(key),
+    delete: async (key) => (await open()).delete(key),
+  };
 }
 
 /**
@@ -205,6 +242,7 @@ function reservedEndpoints(env: NodeJS.ProcessEnv): string[] {
     ...readSetting(env, SETTINGS.reservedEndpoints),
     readSetting(env, SETTINGS.dynamoEndpoint),
     readSetting(env, SETTINGS.sqsEndpoint),
+    readSetting(env, SETTINGS.s3Endpoint),
     env.AWS_LAMBDA_RUNTIME_API,
     ...parseUpstreams(readSetting(env, SETTINGS.mcpUpstreams)).map((upstream) => upstream.url),
   ].filter((entry): entry is string => entry !== undefined && entry.trim() !== '');

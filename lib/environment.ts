@@ -18,6 +18,8 @@ export const LAMBDA_WORKSPACE_DIR: string = SETTINGS.workspaceDir.default;
 export interface EnvironmentRefs {
   tableName: string;
   queueUrl: string;
+  /** The bucket of whole results (lib/results-bucket.ts). */
+  resultsBucket?: string;
   /** The ledger's identity, read back from the table at deploy time (lib/ledger-identity.ts). */
   ledgerId?: string;
 }
@@ -28,6 +30,7 @@ export function commonEnvironment(settings: LedgerSettings, refs: EnvironmentRef
     [SETTINGS.tableName.name]: refs.tableName,
     [SETTINGS.queueUrl.name]: refs.queueUrl,
     ...(refs.ledgerId === undefined ? {} : { [SETTINGS.ledgerId.name]: refs.ledgerId }),
+    ...(refs.resultsBucket === undefined ? {} : { [SETTINGS.resultsBucket.name]: refs.resultsBucket }),
     [SETTINGS.retentionSeconds.name]: String(settings.retention.toSeconds()),
     [SETTINGS.leaseGraceMs.name]: String(settings.leaseGrace.toMilliseconds()),
     [SETTINGS.syncWaitMs.name]: String(settings.syncWait.toMilliseconds()),

@@ -5,6 +5,7 @@ import type { IVpcEndpoint } from 'aws-cdk-lib/aws-ec2';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
@@ -388,6 +389,16 @@ export interface ToolLedgerProps {
    * @default `table.encryptionKey` for a brought table; a new rotating key otherwise
    */
   readonly tableKey?: IKey;
+  /**
+   * Keep whole results too large for their record in this bucket instead of one the construct creates.
+   * The functions get `s3:PutObject` (and the API `s3:GetObject`) on `results/*` only, and the use of
+   * the bucket's `encryptionKey` through S3 when it has one. The bucket's settings are yours: keep it
+   * private and TLS only, and expire `results/` no sooner than the longest retention of the records
+   * plus a day, or replays answer `result_unavailable` once an object is gone.
+   * @default a new bucket (the table's key or S3-managed encryption, TLS only, no public access,
+   * versioning off, `results/` expiring a day after the longest retention)
+   */
+  readonly resultsBucket?: IBucket;
   /**
    * Use this work queue instead of creating one; requires `deadLetterQueue`. Its visibility timeout
    * must be at least six times `executorTimeout` and it must redrive to `deadLetterQueue`.

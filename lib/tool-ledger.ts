@@ -9,6 +9,7 @@ import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { Function as HandlerLambda } from 'aws-cdk-lib/aws-lambda';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -26,6 +27,7 @@ import { LedgerIdentity } from './ledger-identity';
 import { LedgerTable } from './ledger-table';
 import { LedgerMonitoring } from './monitoring';
 import { QueueSenderBinding } from './queue-senders';
+import { longestRetention, ResultsBucket } from './results-bucket';
 import { resolveSettings } from './settings';
 import { workspaceMount } from './shared-workspace';
 import type { HandlerName, ToolLedgerProps } from './tool-ledger-props';
@@ -61,6 +63,8 @@ export class ToolLedger extends Construct {
   readonly table: ITable;
   /** The key that encrypts the table (undefined for a brought table without a customer-managed key). */
   readonly tableKey: IKey | undefined;
+  /** The bucket of whole results too large for their record (created, or the `resultsBucket` prop). */
+  readonly resultsBucket: IBucket;
   /** The work queue. */
   readonly queue: IQueue;
   /** The work queue's DLQ. */
@@ -125,9 +129,19 @@ export class ToolLedger extends Construct {
     this.queue = work.queue;
     this.deadLetterQueue = work.deadLetterQueue;
 
+    // Whole results too large for their record: written before the commit that names them.
+    const results = new ResultsBucket(this, 'Results', {
+      retention: longestRetention(settings.retention, Object.values(settings.toolRetentions)),
+      key: this.tableKey,
+      existingBucket: props.resultsBucket,
+      removalPolicy: settings.removalPolicy,
+    });
+    this.resultsBucket = results.bucket;
+
     const environment = commonEnvironment(settings, {
       tableName: this.table.tableName,
       queueUrl: this.queue.queueUrl,
+      resultsBucket: this.resultsBucket.bucketName,
       // The handlers start only once the table's identity is checked (and say which ledger they serve).
       ledgerId: identity.ledgerId,
     });
@@ -175,6 +189,9 @@ export class ToolLedger extends Construct {
     );
     ledgerTable.grantReadCacheDelete(api.role);
     this.queue.grantSendMessages(api.role);
+    // The API commits outcomes (synchronous calls, callers' outcomes, resolutions) and answers with them.
+    results.grantWrite(api.role);
+    results.grantRead(api.role);
     const secrets = props.toolSecrets ?? {};
     const withSecrets = (handler: HandlerName, made: HandlerFunction) => {
       for (const [name, value] of Object.entries(toolSecretsFor(this, secrets, handler, made.role)))
@@ -195,6 +212,7 @@ export class ToolLedger extends Construct {
     withSecrets('executor', executor);
     ledgerTable.grant(executor.role, ['GetItem', 'PutItem', 'UpdateItem'], []);
     ledgerTable.grantReadCacheDelete(executor.role);
+    results.grantWrite(executor.role);
     work.restrictConsumers(executor.role);
     executor.fn.addEventSource(
       new SqsEventSource(this.queue, {
@@ -224,6 +242,8 @@ export class ToolLedger extends Construct {
       [LEDGER_TABLE.indexes.unresolved.name],
     );
     withSecrets('reconciler', reconciler);
+    // An `applied` verdict records the result the tool found.
+    results.grantWrite(reconciler.role);
     this.queue.grantSendMessages(reconciler.role);
     // The stack's own producers enqueue for every tenant; everyone else only for tenants bound to it.
     this.senders.trust(api.role);

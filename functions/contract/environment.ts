@@ -188,6 +188,14 @@ export const SETTINGS = {
   dynamoEndpoint: { name: 'TOOL_LEDGER_DYNAMODB_ENDPOINT', kind: 'string', readers: HANDLERS },
   /** Local mode's SQS (fauxqs); unset on AWS. */
   sqsEndpoint: { name: 'TOOL_LEDGER_SQS_ENDPOINT', kind: 'string', readers: HANDLERS },
+  /**
+   * The bucket whole results too large for their record are kept in (engine/payloads.ts): the
+   * construct's or the user's on AWS, local mode's emulated one. Empty: no object store, and such a
+   * result is kept as `{truncated: true, size, sha256}`.
+   */
+  resultsBucket: { name: 'TOOL_LEDGER_RESULTS_BUCKET', kind: 'string', default: '', readers: HANDLERS },
+  /** Local mode's S3 (fauxqs, on the data folder); unset on AWS. */
+  s3Endpoint: { name: 'TOOL_LEDGER_S3_ENDPOINT', kind: 'string', readers: HANDLERS },
   /** Root of the workspace tools (Lambda: /tmp, the only writable folder, or the shared EFS mount). */
   workspaceDir: {
     name: 'TOOL_LEDGER_WORKSPACE_DIR',

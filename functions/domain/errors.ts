@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'state_changed'
   | 'not_found'
   | 'ledger_unavailable'
+  | 'result_unavailable'
   | 'throttled'
   | 'method_not_allowed'
   | 'tool_executed_by_ledger'
@@ -188,6 +189,19 @@ export class LedgerUnavailableError extends LedgerError {
   constructor(message: string, cause?: unknown) {
     super('ledger_unavailable', message, { cause });
     this.name = 'LedgerUnavailableError';
+  }
+}
+
+/**
+ * The operation's result is kept in the object store and cannot be given back as it was recorded: the
+ * object is missing, does not match the SHA-256 and size its record holds, or the store did not
+ * answer. The operation's state is unchanged (its effect happened once); nothing ran. Answering
+ * anything else would be a wrong result.
+ */
+export class ResultUnavailableError extends LedgerError {
+  constructor(message: string, cause?: unknown) {
+    super('result_unavailable', message, { cause });
+    this.name = 'ResultUnavailableError';
   }
 }
 

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { errorClass } from '../domain/errors';
-import { encodePayload, MAX_RESULT_BYTES, payloadSize } from '../domain/payload';
+import { MAX_RESULT_BYTES, payloadSize } from '../domain/payload';
 import { type AnyTool, NotAppliedError, TerminalToolError, UncertainOutcomeError } from '../domain/tool';
 import { logger } from '../observability/logger';
+import { MAX_ITEM_RESULT_BYTES, truncatedResult } from './payloads';
 import { DeadlineExceededError } from './tool-invocation';
 import type { AttemptOutcome } from './transitions';
 
@@ -12,14 +12,7 @@ import type { AttemptOutcome } from './transitions';
  * verdict all store results by these rules, and an operator's recorded result obeys the same limit.
  */
 
-export { MAX_RESULT_BYTES };
-
-/**
- * Most bytes a result takes in its record's item, as stored (brotli-compressed where smaller): a
- * result whose JSON is this long or whose compressed form fits is kept whole, however long its JSON
- * (up to {@link MAX_RESULT_BYTES}).
- */
-export const MAX_ITEM_RESULT_BYTES = 32 * 1024;
+export { MAX_ITEM_RESULT_BYTES, MAX_RESULT_BYTES };
 
 /**
  * Most UTF-8 bytes of a result kept whole where it is stored as text inside other JSON (a read's
@@ -29,27 +22,23 @@ export const MAX_ITEM_RESULT_BYTES = 32 * 1024;
 export const MAX_TEXT_RESULT_BYTES = 192 * 1024;
 
 /**
- * The JSON a result is recorded as (`storedAs: 'text'`: where it is kept uncompressed, up to
- * {@link MAX_TEXT_RESULT_BYTES}): itself, whole, when its stored form fits in the item; else, until
- * a deployment keeps results in an object store, `{truncated: true, size, sha256}` (the form every
- * release before whole results stored above 32 KiB). Never an error: the effect happened, and its
- * outcome must be recorded whatever its size.
+ * The JSON a result is recorded as. `storedAs: 'compressed'` (a record's result): itself, whole, up to
+ * {@link MAX_RESULT_BYTES}; where it is kept (the item, or the object store when its compressed form
+ * is over {@link MAX_ITEM_RESULT_BYTES}) is decided at its commit (engine/payloads.ts `placeResult`).
+ * `storedAs: 'text'` (a read's cached answer, kept uncompressed as text inside other JSON): itself up
+ * to {@link MAX_TEXT_RESULT_BYTES}. Anything larger is `{truncated: true, size, sha256}`. Never an
+ * error: the effect happened, and its outcome must be recorded whatever its size.
  *
  * @example
  * ```ts
- * keptResult(JSON.stringify({ log: ciLog })); // the same text when it compresses to ≤ 32 KiB
+ * keptResult(JSON.stringify({ log: ciLog })); // the same text, up to 6 MB
  * ```
  */
 export function keptResult(json: string, storedAs: 'compressed' | 'text' = 'compressed'): string {
   const size = payloadSize(json);
   if (size <= MAX_ITEM_RESULT_BYTES) return json;
-  if (storedAs === 'text') {
-    if (size <= MAX_TEXT_RESULT_BYTES) return json;
-  } else if (size <= MAX_RESULT_BYTES && encodePayload(json, true).bytes.length <= MAX_ITEM_RESULT_BYTES) {
-    return json;
-  }
-  const sha256 = createHash('sha256').update(json, 'utf8').digest('hex');
-  return JSON.stringify({ truncated: true, size, sha256 });
+  if (size <= (storedAs === 'text' ? MAX_TEXT_RESULT_BYTES : MAX_RESULT_BYTES)) return json;
+  return truncatedResult(json);
 }
 
 /** Maps what `execute` threw to an outcome (the contract, §4): terminal, not applied, or unknown. */

@@ -6,6 +6,7 @@ import { isCallerExecuted, type OperationError, type OperationRecord } from '../
 import type { OperationState } from '../domain/states';
 import { keptResult, MAX_RESULT_BYTES } from './attempt-outcome';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
+import { holdsResult } from './payloads';
 import { getOperation } from './read-operations';
 import { type AttemptOutcome, recordLateOutcome, recordOutcome } from './transitions';
 
@@ -100,7 +101,7 @@ function isSameOutcome(record: OperationRecord, owner: string, outcome: AttemptO
   return (
     record.outcome_by === owner &&
     record.state === outcome.state &&
-    record.result === outcome.result &&
+    holdsResult(record, outcome.result) &&
     record.error?.code === outcome.error?.code
   );
 }
@@ -111,7 +112,7 @@ function changed(record: OperationRecord, message: string): StateChangedError {
 
 /**
  * Validates a caller's outcome and shapes it as an owner's: `result` only with `succeeded` (I-JSON, the
- * caller sanitises it; kept whole when its compressed form fits in the item, see `keptResult`), `error` only without; its code in the record's error,
+ * caller sanitises it; kept whole up to 6 MB, in the item or the object store, see engine/payloads.ts), `error` only without; its code in the record's error,
  * prefixed `caller.` in the outcome code that log lines carry (so a caller's code can never pass for
  * one of the ledger's own), its message stored (at most 1 KiB) and never logged.
  */

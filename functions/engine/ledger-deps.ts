@@ -5,6 +5,7 @@ import type { EventSink } from '../events/event-sink';
 import { type LedgerMetrics, PowertoolsLedgerMetrics } from '../observability/metrics';
 import { logTransition, type TransitionSink } from '../observability/transition-log';
 import type { ToolRegistry } from '../tools/registry';
+import type { ObjectStore } from './object-store';
 import type { OperationStore } from './operation-store';
 import { TerminalCache } from './terminal-cache';
 import type { WorkQueue } from './work-queue';
@@ -33,6 +34,12 @@ export interface LedgerDeps {
    * API); absent, new records carry no version.
    */
   schemaVersion?: (tool: AnyTool) => string | undefined;
+  /**
+   * Where whole results too large for their record are kept (engine/payloads.ts): the deployment's
+   * bucket on AWS, the S3 emulator on the data folder in local mode. Absent (an engine built without
+   * one), such a result is kept as `{truncated: true, size, sha256}`.
+   */
+  objects?: ObjectStore;
   /**
    * Where completion events go right after their transition (local mode's events queue). Unset on
    * AWS, where the events function reads them from the table's stream.

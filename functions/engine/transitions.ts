@@ -21,6 +21,7 @@ import { traceTransition } from '../observability/tracing';
 import type { TransitionLogLine } from '../observability/transition-log';
 import type { LedgerDeps, RequestContext } from './ledger-deps';
 import type { Expectation, TransitionWrite, WriteResult } from './operation-store';
+import { placeResult } from './payloads';
 import type { PreparedCall } from './prepare-call';
 import type { CallerCall } from './prepare-caller-call';
 import {
@@ -1090,6 +1091,7 @@ async function write(
   w: TransitionWrite,
   extra: { code?: string; durationMs?: number; by?: string | undefined } = {},
 ): Promise<WriteResult> {
+  if (w.set.result !== undefined || w.set.result_ref !== undefined) await placeResultOf(deps, record, w);
   if (w.to !== undefined) {
     // `w` is each caller's own literal: the history entry goes on it instead of on a copy.
     const history: HistoryEntry = {
@@ -1127,6 +1129,29 @@ async function write(
     });
   }
   return result;
+}
+
+/** The fields that hold a record's result, one of them at a time. */
+const RESULT_FIELDS = ['result', 'result_ref', 'result_unavailable'] as const;
+
+/**
+ * Puts a write's result where it is kept (engine/payloads.ts `placeResult`), before the commit that
+ * names it: in the item, or in the object store with `result_ref`. Once per write literal: a commit
+ * tried again (a lost response, a record moved by the reconciler) finds it placed and writes the same
+ * fields. Whatever the record held before in the fields not set is removed, so a record never holds
+ * two results.
+ */
+async function placeResultOf(deps: LedgerDeps, record: OperationRecord, w: TransitionWrite): Promise<void> {
+  const set = w.set;
+  if (set.result !== undefined && set.result_ref === undefined && set.result_unavailable === undefined) {
+    const placed = await placeResult(deps, record, set.result);
+    delete set.result;
+    Object.assign(set, placed);
+  }
+  const stale = RESULT_FIELDS.filter(
+    (field) => set[field] === undefined && record[field] !== undefined && !(w.remove ?? []).includes(field),
+  );
+  if (stale.length > 0) w.remove = [...(w.remove ?? []), ...stale];
 }
 
 /** One transition line, built in one literal in the order of the contract's fields. */

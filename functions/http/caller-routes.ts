@@ -5,6 +5,7 @@ import { extendClaim } from '../engine/caller-heartbeat';
 import { recordCallerOutcome } from '../engine/caller-outcome';
 import { type CallerOptions, submitCallerOperation } from '../engine/caller-submit';
 import { decideCallerVerdict } from '../engine/caller-verdict';
+import { loadedAnswer, loadResult } from '../engine/payloads';
 import { LeaseBody, OutcomeBody, parseBody, type SubmitBody, VerdictBody } from './bodies';
 import { operationIdParam, stateChanged, submitResponse } from './operation-answers';
 import { type ApiResponse, operationLocation, operationResponse, respond } from './responses';
@@ -42,7 +43,7 @@ export async function submitCaller(
     options,
     ...(body.agent_run_id === undefined ? {} : { agentRunId: body.agent_run_id }),
   });
-  if (result.kind !== 'claimed') return submitResponse(result, req.requestId);
+  if (result.kind !== 'claimed') return submitResponse(await loadedAnswer(deps, result), req.requestId);
   const { claim } = result;
   return respond(
     200,
@@ -102,7 +103,7 @@ export async function outcome(ctx: RouteContext): Promise<ApiResponse> {
       ...('result' in body ? { result: body.result } : {}),
       ...(body.error === undefined ? {} : { error: body.error }),
     });
-    return operationResponse(200, record);
+    return operationResponse(200, await loadResult(deps, record));
   } catch (error) {
     if (error instanceof StateChangedError) return stateChanged(ctx, operationId, error);
     throw error;
@@ -125,7 +126,7 @@ export async function verdict(ctx: RouteContext): Promise<ApiResponse> {
       ...('result' in body ? { result: body.result } : {}),
       ...(body.downstream_key === undefined ? {} : { downstreamKey: body.downstream_key }),
     });
-    return operationResponse(200, record);
+    return operationResponse(200, await loadResult(deps, record));
   } catch (error) {
     if (error instanceof StateChangedError) return stateChanged(ctx, operationId, error);
     throw error;

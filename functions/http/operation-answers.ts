@@ -1,6 +1,7 @@
 import { LedgerError, OperationIdError, type StateChangedError } from '../domain/errors';
 import { toView } from '../domain/operation';
 import { assertOperationId } from '../domain/operation-id';
+import { loadResult } from '../engine/payloads';
 import { getOperation } from '../engine/read-operations';
 import type { SubmitResult } from '../engine/submit-result';
 import { problemResponse } from './problem';
@@ -58,7 +59,9 @@ export function submitResponse(result: SubmitResult, requestId: string, askedAsy
 export async function stateChanged(ctx: RouteContext, operationId: string, error: StateChangedError) {
   let operation: unknown;
   try {
-    operation = toView(await getOperation(ctx.deps, ctx.req, ctx.identity.tenant, operationId));
+    operation = toView(
+      await loadResult(ctx.deps, await getOperation(ctx.deps, ctx.req, ctx.identity.tenant, operationId)),
+    );
   } catch {
     operation = undefined;
   }

@@ -34,6 +34,7 @@ export const PROBLEMS: Readonly<Record<ErrorCode, ProblemKind>> = {
   internal_error: { status: 500, title: 'Internal error' },
   throttled: { status: 429, title: 'Too many requests' },
   ledger_unavailable: { status: 503, title: 'The ledger is unavailable' },
+  result_unavailable: { status: 503, title: 'The operation’s stored result cannot be read' },
 };
 
 /** Seconds a client should wait after `ledger_unavailable` (throttling clears in about that long). */

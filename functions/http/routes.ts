@@ -5,6 +5,7 @@ import { toView } from '../domain/operation';
 import { parseIdempotencyKey } from '../domain/operation-id';
 import { TOOL_NAME_PATTERN } from '../domain/tool';
 import { decideApproval } from '../engine/approval';
+import { loadedAnswer, loadResult } from '../engine/payloads';
 import { getOperation, listOperations } from '../engine/read-operations';
 import { passLogFields, reconcilePass, type ShardProgress } from '../engine/reconcile';
 import { resolveOperation } from '../engine/resolution';
@@ -116,7 +117,7 @@ async function submit(context: RouteContext): Promise<ApiResponse> {
     mode: async ? 'async' : 'sync',
     ...(body.agent_run_id === undefined ? {} : { agentRunId: body.agent_run_id }),
   });
-  return submitResponse(result, req.requestId, async);
+  return submitResponse(await loadedAnswer(deps, result), req.requestId, async);
 }
 
 export { operationIdParam, submitResponse };
@@ -147,7 +148,7 @@ async function read({ deps, req, request, identity, params }: RouteContext): Pro
   }
   const operationId = operationIdParam(params.id);
   const record = await getOperation(deps, req, identity.tenant, operationId);
-  return operationResponse(200, record, {
+  return operationResponse(200, await loadResult(deps, record), {
     includeArguments: include.arguments,
     includeHistory: include.history,
   });
@@ -168,7 +169,7 @@ async function approve(ctx: RouteContext): Promise<ApiResponse> {
       decision: body.decision,
       argumentsDigest: body.arguments_digest,
     });
-    return operationResponse(200, record);
+    return operationResponse(200, await loadResult(deps, record));
   } catch (error) {
     if (error instanceof StateChangedError) return stateChanged(ctx, operationId, error);
     throw error;
@@ -190,7 +191,7 @@ async function resolve(ctx: RouteContext): Promise<ApiResponse> {
       ...('result' in body ? { result: body.result } : {}),
       attempt: body.attempt,
     });
-    return operationResponse(200, record);
+    return operationResponse(200, await loadResult(deps, record));
   } catch (error) {
     if (error instanceof StateChangedError) return stateChanged(ctx, operationId, error);
     throw error;
@@ -206,7 +207,9 @@ async function list({ deps, req, request, identity }: RouteContext): Promise<Api
   const query = request.query(['state', 'tool', 'since', 'until', 'limit', 'cursor']);
   const page = await listOperations(deps, req, identity.tenant, query);
   return respond(200, {
-    operations: page.items.map((record) => toView(record)),
+    operations: (await Promise.all(page.items.map((record) => loadResult(deps, record)))).map((record) =>
+      toView(record),
+    ),
     next_cursor: page.cursor ?? null,
   });
 }

@@ -1,8 +1,9 @@
 import { LEDGER_TABLE } from '../contract/table';
 import type { OperationRecord } from '../domain/operation';
+import type { PayloadRef } from '../domain/payload';
 import { assertTransitions } from '../domain/states';
 import type { TransitionWrite } from '../engine/operation-store';
-import { historyText, inlinePayload } from './record-item';
+import { historyText, inlinePayload, refText } from './record-item';
 
 /** One transition as DynamoDB's UpdateItem takes it, and the record it leaves when it lands. */
 export interface TransitionUpdate {
@@ -60,7 +61,15 @@ export function transitionUpdate(
     const value = write.set[attr as keyof OperationRecord];
     if (value !== undefined) {
       // A result is stored as the item stores it (compressed where smaller); the record keeps its text.
-      x.assign(attr, attr === 'result' && typeof value === 'string' ? inlinePayload(value, compress) : value);
+      // A reference is kept as its JSON text, as a reservation's item keeps it (record-item.ts).
+      x.assign(
+        attr,
+        attr === 'result' && typeof value === 'string'
+          ? inlinePayload(value, compress)
+          : attr === 'result_ref' && typeof value === 'object'
+            ? refText(value as PayloadRef)
+            : value,
+      );
       next[attr] = value;
     }
   }

@@ -1,3 +1,4 @@
+import { S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
 import { guardServer, sendAwsRefusal } from './loopback-guard';
@@ -62,8 +63,11 @@ export interface WorkQueueOptions {
  * const queues = await createWorkQueues(sqs.client, { name: 'tool-ledger-work', visibilityTimeoutSeconds: 720, maxReceiveCount: 5 });
  * ```
  */
-export async function startLocalSqs(port: number): Promise<LocalSqs> {
-  const app = buildApp({ logger: false });
+export async function startLocalSqs(port: number, options: LocalSqsOptions = {}): Promise<LocalSqs> {
+  const app = buildApp({
+    logger: false,
+    ...(options.objectsDir === undefined ? {} : { stores: await storesWithObjectsIn(options.objectsDir) }),
+  });
   let listening = 0;
   guardServer(
     app.server,
@@ -107,10 +111,55 @@ export async function startLocalSqs(port: number): Promise<LocalSqs> {
   };
 }
 
+/** Options of {@link startLocalSqs}. */
+export interface LocalSqsOptions {
+  /**
+   * Keep S3 objects as files in this folder, written through on every put and loaded at start, so
+   * the results local mode keeps by reference survive a restart and a crash alike. Absent: in memory.
+   */
+  objectsDir?: string;
+}
+
+/** fauxqs's stores, as its `buildApp` takes them. */
+type FauxqsStores = NonNullable<NonNullable<Parameters<typeof buildApp>[0]>['stores']>;
+
+/**
+ * fauxqs's stores with its file-backed S3 persistence, wired as its own `startFauxqs` wires them.
+ * `startFauxqs` offers the option but always listens on every interface, and local mode listens on
+ * 127.0.0.1 behind its loopback guard; so its classes are loaded from the package's files (fauxqs is
+ * pinned to an exact version; test/local/result-objects.test.ts proves a restart keeps an object).
+ */
+async function storesWithObjectsIn(dir: string): Promise<FauxqsStores> {
+  const app = import.meta.resolve('fauxqs');
+  const load = (path: string) => import(new URL(path, app).href);
+  const [{ SqsStore }, { SnsStore }, { S3Store }, { FileS3Persistence }] = await Promise.all([
+    load('./sqs/sqsStore.js'),
+    load('./sns/snsStore.js'),
+    load('./s3/s3Store.js'),
+    load('./s3/fileS3Persistence.js'),
+  ]);
+  const s3Store = new S3Store();
+  const persistence = new FileS3Persistence(dir);
+  // Loaded before persistence is attached, so loading writes nothing back.
+  persistence.loadS3(s3Store);
+  s3Store.persistence = persistence;
+  return { sqsStore: new SqsStore(), snsStore: new SnsStore(), s3Store } as FauxqsStores;
+}
+
 /** An SQS client for a local endpoint (any credentials are accepted). */
 export function localSqsClient(endpoint: string): SQSClient {
   return new SQSClient({
     endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+}
+
+/** An S3 client for a local endpoint: path-style, since bucket host names do not resolve locally. */
+export function localS3Client(endpoint: string): S3Client {
+  return new S3Client({
+    endpoint,
+    forcePathStyle: true,
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });

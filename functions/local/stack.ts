@@ -1,5 +1,7 @@
 import { chmod, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { SETTINGS } from '../contract/environment';
 import { workMessageFor } from '../engine/stored-call';
@@ -18,7 +20,13 @@ import type { LocalFunction } from './lambda-context';
 import { keepQueue, keptQueueFile, restoreQueue } from './queue-keeper';
 import { ReconcilerLoop } from './reconciler-loop';
 import type { LocalSettings } from './settings';
-import { createWorkQueues, type LocalSqs, type LocalWorkQueues, startLocalSqs } from './sqs-server';
+import {
+  createWorkQueues,
+  type LocalSqs,
+  type LocalWorkQueues,
+  localS3Client,
+  startLocalSqs,
+} from './sqs-server';
 
 /**
  * The whole of tool-ledger on one machine (the contract, §10): dynalite and fauxqs, then the same three Lambda
@@ -44,6 +52,14 @@ export const EVENTS_QUEUE_NAME = 'tool-ledger-events';
 
 /** Name of the local work queue (its DLQ is `<name>-dlq`). */
 export const WORK_QUEUE_NAME = 'tool-ledger-work';
+
+/** Name of the local bucket whole results are kept in (engine/payloads.ts), on the data folder. */
+export const RESULTS_BUCKET_NAME = 'tool-ledger-results';
+
+/** The folder of the data folder that holds the local bucket's objects, as files. */
+export function objectsDir(dataDir: string): string {
+  return join(dataDir, 'objects');
+}
 
 /** The reconciler function: at least a minute, so a pass that asks slow targets is not cut short. */
 export function reconcilerFunction(everyMs: number): LocalFunction {
@@ -81,7 +97,14 @@ export interface RunningStack {
  */
 export function handlerEnvironment(
   settings: LocalSettings,
-  endpoints: { dynamo: string; sqs: string; queueUrl: string; eventsQueueUrl?: string | undefined },
+  endpoints: {
+    dynamo: string;
+    sqs: string;
+    queueUrl: string;
+    eventsQueueUrl?: string | undefined;
+    /** The local S3 (the same fauxqs) and its results bucket. */
+    resultsBucket?: string | undefined;
+  },
   env: NodeJS.ProcessEnv,
 ): Record<string, string> {
   return {
@@ -98,6 +121,12 @@ export function handlerEnvironment(
     ...(endpoints.eventsQueueUrl === undefined
       ? {}
       : { [SETTINGS.eventsQueueUrl.name]: endpoints.eventsQueueUrl }),
+    ...(endpoints.resultsBucket === undefined
+      ? {}
+      : {
+          [SETTINGS.s3Endpoint.name]: endpoints.sqs,
+          [SETTINGS.resultsBucket.name]: endpoints.resultsBucket,
+        }),
     [SETTINGS.queueTenants.name]: JSON.stringify(settings.tenants),
     AWS_REGION: env.AWS_REGION ?? 'us-east-1',
     // EMF lines on stdout are CloudWatch's input format, noise in a terminal: off unless asked for.
@@ -140,8 +169,13 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       guardFolders: [settings.dataDir, settings.ledgerDir],
     });
     started.push(dynamo);
-    const sqs: LocalSqs = await startLocalSqs(settings.sqsPort);
+    // Whole results kept by reference: fauxqs's S3, its objects written through to files in the data
+    // folder (the user's alone, as the ledger's folder is).
+    await mkdir(objectsDir(settings.dataDir), { recursive: true, mode: 0o700 });
+    await chmod(objectsDir(settings.dataDir), 0o700);
+    const sqs: LocalSqs = await startLocalSqs(settings.sqsPort, { objectsDir: objectsDir(settings.dataDir) });
     started.push(sqs);
+    await ensureBucket(sqs.endpoint, RESULTS_BUCKET_NAME);
     const queues = await createWorkQueues(sqs.client, {
       name: WORK_QUEUE_NAME,
       visibilityTimeoutSeconds: (6 * EXECUTOR_FUNCTION.timeoutMs) / 1000,
@@ -183,7 +217,13 @@ export async function startStack(settings: LocalSettings, toolsModule?: string):
       process.env,
       handlerEnvironment(
         settings,
-        { dynamo: dynamo.endpoint, sqs: sqs.endpoint, queueUrl: queues.queueUrl, eventsQueueUrl },
+        {
+          dynamo: dynamo.endpoint,
+          sqs: sqs.endpoint,
+          queueUrl: queues.queueUrl,
+          eventsQueueUrl,
+          resultsBucket: RESULTS_BUCKET_NAME,
+        },
         process.env,
       ),
     );
@@ -280,6 +320,18 @@ async function resendUnsentEvents(
       new LedgerStore({ client, tableName }),
       new SqsEventSink(sqs.client, eventsQueueUrl),
     );
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Creates the local results bucket unless a previous start made it (its objects are on disk). */
+async function ensureBucket(endpoint: string, bucket: string): Promise<void> {
+  const client = localS3Client(endpoint);
+  try {
+    await client.send(new HeadBucketCommand({ Bucket: bucket }));
+  } catch {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
   } finally {
     client.destroy();
   }

@@ -8,6 +8,7 @@ import {
 import { AccessError, errorClass, LedgerError, ValidationError } from '../domain/errors';
 import { assertOperationId, parseIdempotencyKey } from '../domain/operation-id';
 import type { LedgerDeps, RequestContext } from '../engine/ledger-deps';
+import { loadedAnswer } from '../engine/payloads';
 import { submitOperation } from '../engine/submit-operation';
 import type { Identity } from '../http/identity';
 import { logger } from '../observability/logger';
@@ -106,7 +107,7 @@ async function callTool(
         ...(agentRunId === undefined ? {} : { agentRunId }),
       }),
     );
-    return toolResultOf(result);
+    return toolResultOf(await loadedAnswer(deps, result));
   } catch (error) {
     if (
       !(error instanceof LedgerError) ||

@@ -88,6 +88,8 @@ const REFUSAL_ADVICE: Partial<Record<string, string>> = {
   payload_too_large: 'Nothing ran. The arguments are too large.',
   forbidden: 'Nothing ran. This caller may not call tools.',
   ledger_unavailable: 'Nothing ran. The ledger is unavailable; retry later with the same operation ID.',
+  result_unavailable:
+    'The action already happened with this operation ID, but its stored result cannot be read now. Do not repeat the action; check back later with the same operation ID.',
   internal_error: 'The outcome is unknown; retry later with the same operation ID, never a new one.',
 };
 

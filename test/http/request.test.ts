@@ -120,6 +120,8 @@ describe('problem mapping', () => {
       throttled: 429,
       internal_error: 500,
       ledger_unavailable: 503,
+      // The contract's §8: a result kept in the object store that is missing, altered or unreadable.
+      result_unavailable: 503,
     };
     expect(Object.keys(PROBLEMS).sort()).toEqual(Object.keys(table).sort());
     for (const [code, status] of Object.entries(table)) expect(statusOf(code as ErrorCode)).toBe(status);

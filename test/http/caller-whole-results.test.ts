@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { S3ObjectStore } from '../../functions/ledger/s3-object-store';
+import { localS3Client } from '../../functions/local/sqs-server';
+import { useDynalite } from '../support/dynalite';
+import {
+  type CallerApi,
+  callerApi,
+  claimOf,
+  claimRequest,
+  postTo,
+  readRequest,
+  useFauxqs,
+} from './caller-support';
+
+/**
+ * An operation its caller executes keeps its whole result by the same rule as one the ledger runs: a
+ * large outcome (up to the API's 256 KiB request body) is stored in the object store before its
+ * commit, and every answer carries it whole.
+ */
+
+const db = useDynalite();
+const fauxqs = useFauxqs();
+const BUCKET = 'caller-results';
+let api: CallerApi;
+
+beforeAll(async () => {
+  const s3 = localS3Client(fauxqs.sqs.endpoint);
+  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  s3.destroy();
+});
+
+beforeEach(async () => {
+  api = await callerApi(db, fauxqs);
+  api.ledger.deps.objects = new S3ObjectStore(localS3Client(fauxqs.sqs.endpoint), BUCKET);
+});
+
+describe('whole results of caller-executed operations', () => {
+  it('a 150 KB outcome posted by the caller is answered whole, to the post, a read and a repeated post', async () => {
+    const result = { page: randomBytes(112_500).toString('base64') };
+    const claim = claimOf(await api.call(claimRequest('cw-1')));
+    const body = { token: claim.token, outcome: 'succeeded', result };
+    const first = await api.call(postTo('cw-1', 'outcome', body));
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ state: 'succeeded', result });
+    const stored = await api.ledger.store.get({ pk: 'acme#cw-1', sk: 'op' });
+    expect(stored?.result).toBeUndefined();
+    expect(stored?.result_ref?.at).toBe('object');
+    const again = await api.call(postTo('cw-1', 'outcome', body));
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    const read = await api.call(readRequest('cw-1'));
+    expect(JSON.stringify(read.body.result)).toBe(JSON.stringify(result));
+  });
+});
