@@ -93,7 +93,7 @@ export interface RunInput<T = unknown> {
   arguments: unknown;
   /**
    * Performs the effect, at most once per claim. Return the result (sent whole after `sanitizeResult`
-   * when its JSON is at most {@link MAX_RESULT_BYTES}, what the API's request body can carry; a larger
+   * when its JSON is at most {@link MAX_RESULT_BYTES}, what a request can always carry on AWS; a larger
    * one is sent as `{truncated, size, sha256}`), or throw
    * `TerminalToolError` (known failure), `NotAppliedError` (known not started) or anything else
    * (outcome unknown). Honour `ctx.signal`.
@@ -162,10 +162,13 @@ export interface RunTransport {
 }
 
 /**
- * Largest result sent whole, UTF-8 bytes of its JSON: the API takes request bodies of up to 256 KiB,
- * and the outcome's other fields need room beside it.
+ * Largest result sent whole, UTF-8 bytes of its JSON. The ledger keeps results of up to 6 MB, but on
+ * AWS the outcome travels inside a Lambda invocation of at most 6 MB, where the request's escaping can
+ * double a JSON text (quotes, backslashes, non-ASCII characters): half of that always fits. A ledger
+ * that answers 413 (a release whose outcome bodies were bounded at 256 KiB) gets
+ * `{truncated, size, sha256}` instead.
  */
-export const MAX_RESULT_BYTES = 240 * 1024;
+export const MAX_RESULT_BYTES = 3_000_000;
 
 /** Largest stored error message, UTF-8 bytes. */
 const MAX_MESSAGE_BYTES = 1024;
@@ -507,6 +510,43 @@ function boundedMessage(message: string): string {
 }
 
 /**
+ * Posts an outcome or a verdict. When the ledger refuses the body as too large (413: a release that
+ * bounds these bodies at 256 KiB) and it carries a result, the result is sent again as
+ * `{truncated, size, sha256}`: the effect happened, and recording it matters more than its bytes.
+ */
+async function postWithResult(
+  t: RunTransport,
+  path: string,
+  body: Record<string, unknown>,
+  signal?: AbortSignal,
+): ReturnType<RunTransport['send']> {
+  const send = (payload: Record<string, unknown>) =>
+    t.send({
+      method: 'POST',
+      path,
+      body: JSON.stringify(payload),
+      rule: 'plain',
+      ...(signal === undefined ? {} : { signal }),
+    });
+  try {
+    return await send(body);
+  } catch (error) {
+    if (!(error instanceof ToolLedgerRequestError && error.status === 413) || body.result == null)
+      throw error;
+    return send({ ...body, result: digestOf(JSON.stringify(body.result)) });
+  }
+}
+
+/** What stands for a result the request cannot carry: its size and SHA-256. */
+function digestOf(json: string): { truncated: true; size: number; sha256: string } {
+  return {
+    truncated: true,
+    size: Buffer.byteLength(json, 'utf8'),
+    sha256: createHash('sha256').update(json, 'utf8').digest('hex'),
+  };
+}
+
+/**
  * The result as it is sent to the ledger: sanitized, JSON, whole up to {@link MAX_RESULT_BYTES} (a
  * larger one becomes `{truncated, size, sha256}`: the request could not carry it). A sanitizer that
  * throws sends `null`: the effect happened, so the outcome must still be recorded.
@@ -519,10 +559,7 @@ function storedResult<T>(value: T, sanitize: ((result: T) => unknown) | undefine
   } catch {
     return null;
   }
-  const size = Buffer.byteLength(json, 'utf8');
-  if (size > MAX_RESULT_BYTES) {
-    return { truncated: true, size, sha256: createHash('sha256').update(json, 'utf8').digest('hex') };
-  }
+  if (Buffer.byteLength(json, 'utf8') > MAX_RESULT_BYTES) return digestOf(json);
   return JSON.parse(json);
 }
 
@@ -542,12 +579,7 @@ async function recordOutcome(
   if (local.error !== undefined) body.error = local.error;
   try {
     // No caller signal: once the effect ran, its outcome is sent whatever the caller cancels.
-    const { response } = await t.send({
-      method: 'POST',
-      path: `${operationPath(operationId)}/outcome`,
-      body: JSON.stringify(body),
-      rule: 'plain',
-    });
+    const { response } = await postWithResult(t, `${operationPath(operationId)}/outcome`, body);
     return parseOperation(response);
   } catch (error) {
     if (error instanceof ToolLedgerRequestError && error.status === 409) {
@@ -596,13 +628,12 @@ async function reconcileAttempt<T>(
   };
   if (verdict.status === 'applied') body.result = storedResult(verdict.result, input.sanitizeResult);
   try {
-    const { response } = await t.send({
-      method: 'POST',
-      path: `${operationPath(input.operationId)}/reconciliation`,
-      body: JSON.stringify(body),
-      rule: 'plain',
-      signal: input.signal,
-    });
+    const { response } = await postWithResult(
+      t,
+      `${operationPath(input.operationId)}/reconciliation`,
+      body,
+      input.signal,
+    );
     return parseOperation(response);
   } catch (error) {
     // Someone decided first (an operator, the reconciler, another caller's verdict): use what stands.

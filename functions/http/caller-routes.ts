@@ -8,6 +8,7 @@ import { decideCallerVerdict } from '../engine/caller-verdict';
 import { loadedAnswer, loadResult } from '../engine/payloads';
 import { LeaseBody, OutcomeBody, parseBody, type SubmitBody, VerdictBody } from './bodies';
 import { operationIdParam, stateChanged, submitResponse } from './operation-answers';
+import { MAX_OUTCOME_BODY_BYTES } from './request';
 import { type ApiResponse, operationLocation, operationResponse, respond } from './responses';
 import type { RouteContext } from './route-context';
 
@@ -92,7 +93,7 @@ export async function outcome(ctx: RouteContext): Promise<ApiResponse> {
   const { deps, req, request, identity, params } = ctx;
   request.query([]);
   const operationId = operationIdParam(params.id);
-  const body = parseBody(OutcomeBody, request.jsonBody());
+  const body = parseBody(OutcomeBody, request.jsonBody(undefined, MAX_OUTCOME_BODY_BYTES));
   try {
     const record = await recordCallerOutcome(deps, req, {
       tenant: identity.tenant,
@@ -115,7 +116,7 @@ export async function verdict(ctx: RouteContext): Promise<ApiResponse> {
   const { deps, req, request, identity, params } = ctx;
   request.query([]);
   const operationId = operationIdParam(params.id);
-  const body = parseBody(VerdictBody, request.jsonBody());
+  const body = parseBody(VerdictBody, request.jsonBody(undefined, MAX_OUTCOME_BODY_BYTES));
   try {
     const { record } = await decideCallerVerdict(deps, req, {
       tenant: identity.tenant,

@@ -2,9 +2,16 @@ import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MAX_ARGUMENTS_DEPTH } from '../domain/digest';
 import { LedgerError, PayloadTooLargeError, ValidationError } from '../domain/errors';
 import { parseIJson } from '../domain/i-json';
+import { MAX_RESULT_BYTES } from '../domain/payload';
 
 /** Largest request body, in bytes after any base64 decoding (the contract, §5). */
 export const MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * Largest body of a caller's outcome or verdict, UTF-8 bytes: a whole result (up to 6 MB, what the
+ * ledger keeps) and the fields beside it. Every other route takes {@link MAX_BODY_BYTES}.
+ */
+export const MAX_OUTCOME_BODY_BYTES = MAX_RESULT_BYTES + 64 * 1024;
 
 /** Deepest JSON body: the arguments may nest 32 levels and the envelope adds one. */
 export const MAX_BODY_DEPTH = MAX_ARGUMENTS_DEPTH + 1;
@@ -91,30 +98,30 @@ export class HttpRequest {
    * (400), then syntax, duplicate keys, depth and prototype keys (400). Hostile input is refused
    * before `JSON.parse` sees it. `maxDepth` is for envelopes that nest the arguments deeper (MCP).
    */
-  jsonBody(maxDepth: number = MAX_BODY_DEPTH): unknown {
+  jsonBody(maxDepth: number = MAX_BODY_DEPTH, maxBytes: number = MAX_BODY_BYTES): unknown {
     assertJsonMediaType(this.headerValues('content-type'));
-    return parseIJson(this.bodyText(), { maxDepth, maxBytes: MAX_BODY_BYTES });
+    return parseIJson(this.bodyText(maxBytes), { maxDepth, maxBytes });
   }
 
-  private bodyText(): string {
+  private bodyText(maxBytes: number): string {
     const body = this.event.body;
     if (body === null || body === undefined || body.length === 0) {
       throw new ValidationError('a JSON body is required', [{ path: '$', message: 'missing' }]);
     }
     if (!this.event.isBase64Encoded) {
-      if (body.length > MAX_BODY_BYTES || Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
-        throw tooLarge();
+      if (body.length > maxBytes || Buffer.byteLength(body, 'utf8') > maxBytes) {
+        throw tooLarge(maxBytes);
       }
       if (!body.isWellFormed()) throw notUtf8();
       return body;
     }
     // Four base64 characters carry three bytes: refuse before allocating for a huge body.
-    if (body.length > Math.ceil(MAX_BODY_BYTES / 3) * 4) throw tooLarge();
+    if (body.length > Math.ceil(maxBytes / 3) * 4) throw tooLarge(maxBytes);
     if (body.length % 4 !== 0 || !BASE64.test(body)) {
       throw new ValidationError('the body is not valid base64', [{ path: '$', message: 'invalid' }]);
     }
     const bytes = Buffer.from(body, 'base64');
-    if (bytes.length > MAX_BODY_BYTES) throw tooLarge();
+    if (bytes.length > maxBytes) throw tooLarge(maxBytes);
     try {
       return UTF8.decode(bytes);
     } catch {
@@ -165,8 +172,8 @@ function unsupported(): LedgerError {
   );
 }
 
-function tooLarge(): PayloadTooLargeError {
-  return new PayloadTooLargeError(`the body is larger than ${MAX_BODY_BYTES} bytes`);
+function tooLarge(maxBytes: number): PayloadTooLargeError {
+  return new PayloadTooLargeError(`the body is larger than ${maxBytes} bytes`);
 }
 
 function notUtf8(): ValidationError {

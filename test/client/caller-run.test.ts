@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AWAITING_APPROVAL_NOTE,
@@ -572,7 +573,7 @@ describe('ledger.run: classifying what execute threw', () => {
     expect(claims[1]!.claim_id).not.toBe(claims[0]!.claim_id);
   });
 
-  it('sends what sanitizeResult returns, null when it throws, a 40 KB result whole, and a digest for one the API cannot carry', async () => {
+  it('sends what sanitizeResult returns, null when it throws, a 300 KB result whole, and a digest for one a request cannot carry', async () => {
     const results: unknown[] = [];
     for (const [value, sanitize] of [
       [
@@ -581,8 +582,8 @@ describe('ledger.run: classifying what execute threw', () => {
           throw new Error('bad');
         },
       ],
-      [{ big: 'x'.repeat(40_000) }, undefined],
       [{ big: 'x'.repeat(300_000) }, undefined],
+      [{ big: 'x'.repeat(3_000_000) }, undefined],
       [undefined, undefined],
     ] as const) {
       const s = await serve((_, r) => (r === 'claim' ? claimed(1) : settled('succeeded')));
@@ -598,13 +599,41 @@ describe('ledger.run: classifying what execute threw', () => {
       server = undefined;
     }
     expect(results[0]).toBeNull();
-    expect(results[1]).toEqual({ big: 'x'.repeat(40_000) });
+    expect(results[1]).toEqual({ big: 'x'.repeat(300_000) });
     expect(results[2]).toEqual({
       truncated: true,
-      size: 300_010,
+      size: 3_000_010,
       sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
     expect(results[3]).toBeNull();
+  });
+
+  it('a ledger that refuses the outcome as too large (413) gets the result as size and SHA-256, and execute ran once', async () => {
+    const value = { big: 'y'.repeat(400_000) };
+    const s = await serve((request, r) => {
+      if (r === 'claim') return claimed(1);
+      const body = JSON.parse(request.body) as { result?: { truncated?: boolean } };
+      if (r === 'outcome' && body.result?.truncated !== true) return problem(413, 'payload_too_large');
+      return settled('succeeded');
+    });
+    const run = effect(value);
+    const out = await clientFor(s).run({
+      operationId: ID,
+      tool: TOOL,
+      arguments: ARGS,
+      execute: run.execute,
+    });
+    expect(run.runs).toHaveLength(1);
+    expect(out.outcome).toBe('succeeded');
+    const posts = sent(s, 'outcome');
+    expect(posts).toHaveLength(2);
+    expect(posts[0]?.result).toEqual(value);
+    const json = JSON.stringify(value);
+    expect(posts[1]).toMatchObject({
+      token: posts[0]?.token,
+      outcome: 'succeeded',
+      result: { truncated: true, size: json.length, sha256: createHash('sha256').update(json).digest('hex') },
+    });
   });
 });
 

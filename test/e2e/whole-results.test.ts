@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -145,6 +146,30 @@ describe('whole results in local mode', () => {
       `whole results (local mode): ${Buffer.byteLength(original)} bytes; first call ${firstMs.toFixed(0)} ms, HTTP replay ${replayMs.toFixed(0)} ms`,
     );
   }, 60_000);
+
+  it('ledger.run: a 1 MB result of an effect the caller runs is recorded whole and replayed byte for byte', async () => {
+    const client = new ToolLedgerClient({ endpoint: stack.api, signer: bearerToken(stack.tokens.agent) });
+    const value = { report: randomBytes(750_000).toString('base64') };
+    let runs = 0;
+    const input = {
+      operationId: `caller-blob-${Date.now()}`,
+      tool: 'agent.report',
+      arguments: { week: 49 },
+      execute: async () => {
+        runs++;
+        return value;
+      },
+    };
+    const first = await client.run(input);
+    expect(first).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(JSON.stringify(first.result)).toBe(JSON.stringify(value));
+    const ref = await storedRef(input.operationId);
+    expect(ref).toMatchObject({ at: 'object', size: Buffer.byteLength(JSON.stringify(value)) });
+    const again = await client.run(input);
+    expect(again).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(JSON.stringify(again.result)).toBe(JSON.stringify(value));
+    expect(runs).toBe(1);
+  });
 
   it('an object deleted or altered behind the ledger’s back answers result_unavailable, never another result', async () => {
     const s3 = localS3Client(stack.sqs);

@@ -16,8 +16,8 @@ import {
 
 /**
  * An operation its caller executes keeps its whole result by the same rule as one the ledger runs: a
- * large outcome (up to the API's 256 KiB request body) is stored in the object store before its
- * commit, and every answer carries it whole.
+ * large outcome or verdict (its body up to 6 MB + 64 KiB, where every other route takes 256 KiB) is
+ * stored in the object store before its commit, and every answer carries it whole.
  */
 
 const db = useDynalite();
@@ -37,8 +37,8 @@ beforeEach(async () => {
 });
 
 describe('whole results of caller-executed operations', () => {
-  it('a 150 KB outcome posted by the caller is answered whole, to the post, a read and a repeated post', async () => {
-    const result = { page: randomBytes(112_500).toString('base64') };
+  it('a 2 MB outcome posted by the caller is answered whole, to the post, a read and a repeated post', async () => {
+    const result = { page: randomBytes(1_500_000).toString('base64') };
     const claim = claimOf(await api.call(claimRequest('cw-1')));
     const body = { token: claim.token, outcome: 'succeeded', result };
     const first = await api.call(postTo('cw-1', 'outcome', body));
@@ -52,5 +52,34 @@ describe('whole results of caller-executed operations', () => {
     expect(again.body).toEqual(first.body);
     const read = await api.call(readRequest('cw-1'));
     expect(JSON.stringify(read.body.result)).toBe(JSON.stringify(result));
+  });
+
+  it('an applied verdict carrying a 1 MB result is answered whole and replayed', async () => {
+    const result = { log: randomBytes(750_000).toString('base64') };
+    const claim = claimOf(await api.call(claimRequest('cw-2')));
+    const unsure = await api.call(postTo('cw-2', 'outcome', { token: claim.token, outcome: 'uncertain' }));
+    expect(unsure.body).toMatchObject({ state: 'uncertain' });
+    const decided = await api.call(
+      postTo('cw-2', 'reconciliation', { attempt: 1, verdict: 'applied', result }),
+    );
+    expect(decided.status).toBe(200);
+    expect(decided.body).toMatchObject({ state: 'succeeded', reconciled: true });
+    const stored = await api.ledger.store.get({ pk: 'acme#cw-2', sk: 'op' });
+    expect(stored?.result_ref?.at).toBe('object');
+    const read = await api.call(readRequest('cw-2'));
+    expect(JSON.stringify(read.body.result)).toBe(JSON.stringify(result));
+  });
+
+  it('an outcome body over 6 MB + 64 KiB is 413 and changes nothing; other routes still stop at 256 KiB', async () => {
+    const claim = claimOf(await api.call(claimRequest('cw-3')));
+    const huge = { token: claim.token, outcome: 'succeeded', result: { blob: 'x'.repeat(6_100_000) } };
+    const refused = await api.call(postTo('cw-3', 'outcome', huge));
+    expect(refused.status).toBe(413);
+    expect(refused.body).toMatchObject({ code: 'payload_too_large' });
+    const stored = await api.ledger.store.get({ pk: 'acme#cw-3', sk: 'op' });
+    expect(stored?.state).toBe('pending');
+    expect(stored?.result).toBeUndefined();
+    const lease = await api.call(postTo('cw-3', 'lease', { token: claim.token, pad: 'x'.repeat(300_000) }));
+    expect(lease.status).toBe(413);
   });
 });
