@@ -412,6 +412,18 @@ describe('the operators’ console in a browser', { timeout: 120_000 }, () => {
     expect(await record.textContent()).toContain('its caller: an agent claims each attempt');
     expect(await record.textContent()).toContain(`Claim’s lease ends${claim.lease_expires_at}`);
     expect(await page.getByTestId('state-note').textContent()).toContain('Its caller holds the claim');
+    // The queue says who runs each operation: this one its caller, an uncertain webhook the ledger.
+    const beside = await uncertainOperation('beside-caller');
+    const listed = page.waitForResponse((r) => r.url().includes('/api/v1/operations?'));
+    await page.goto(`${consoleRun.origin}/#/queue`);
+    await listed;
+    const row = page.locator(`tr[data-operation-id="${id}"]`);
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator('td.execution').textContent()).toBe('caller');
+    expect(await page.locator(`tr[data-operation-id="${beside.id}"] td.execution`).textContent()).toBe(
+      'ledger',
+    );
+    await openOperation(page, id);
 
     const path = `/v1/operations/${encodeURIComponent(id)}`;
     expect((await send(`${path}/outcome`, { token: claim.token, outcome: 'uncertain' })).status).toBe(200);

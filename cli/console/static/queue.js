@@ -296,7 +296,9 @@ function queueTable(operations, now) {
       h(
         'tr',
         {},
-        ['Operation', 'Tool', 'State', 'Attempt', 'Age', 'Digest'].map((c) => h('th', { scope: 'col' }, c)),
+        ['Operation', 'Tool', 'Runs in', 'State', 'Attempt', 'Age', 'Digest'].map((c) =>
+          h('th', { scope: 'col' }, c),
+        ),
       ),
     ),
     h(
@@ -308,6 +310,15 @@ function queueTable(operations, now) {
           { 'data-operation-id': op.operation_id },
           h('th', { scope: 'row' }, h('a', { href: operationHref(op.operation_id) }, op.operation_id)),
           h('td', {}, op.tool),
+          // Who runs the effect: the ledger's executor, or the agent that claims each attempt itself.
+          h(
+            'td',
+            {
+              class: 'execution',
+              title: op.execution === 'caller' ? 'its caller claims and runs each attempt' : '',
+            },
+            op.execution === 'caller' ? 'caller' : 'ledger',
+          ),
           h('td', {}, stateBadge(op.state)),
           h('td', { class: 'num' }, String(op.attempt)),
           h('td', { class: 'num', title: op.created_at }, age(op.created_at, now)),
