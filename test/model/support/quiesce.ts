@@ -56,7 +56,11 @@ export async function quiesce(world: World): Promise<Quiescence> {
         op.spec.finalOperator &&
         (record.state === 'uncertain' || record.state === 'needs_reconciliation')
       ) {
-        await world.resolve(people, op, 'not_applied', record);
+        // As the docs tell an operator: a record held because its tool no longer matches it
+        // (`policy_changed`) is retried (`not_applied`) only once the tool matches again, or it comes
+        // back; while it does not, a person who finds no effect resolves it `failed`.
+        const held = record.state === 'needs_reconciliation' && record.error?.code === 'policy_changed';
+        await world.resolve(people, op, held ? 'failed' : 'not_applied', record);
       }
       if (op.spec.finalApprove && record.state === 'awaiting_approval') {
         await world.decide(people, op, 'approve', record.arguments_digest);
