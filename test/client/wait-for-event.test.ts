@@ -2,10 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventMessage, EventQueue } from '../../client/completion-events';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import type { CompletionEvent, EventMessage, EventQueue } from '../../client/completion-events';
 import { bearerToken, ToolLedgerClient, WaitTimeoutError } from '../../client/index';
 import { sqsEventQueue } from '../../client/sqs-event-queue';
+import type { CompletionEvent as SentEvent } from '../../functions/contract/completion-event';
 import { loadLocalSettings } from '../../functions/local/settings';
 import { type RunningStack, startStack } from '../../functions/local/stack';
 import { deferred } from './support/manual-clock';
@@ -224,5 +225,30 @@ describe('waitForEvent against a scripted ledger', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('the event the client reads', () => {
+  it('is the event the ledger sends, field for field (the client package cannot import the server’s type)', () => {
+    expectTypeOf<CompletionEvent>().toEqualTypeOf<SentEvent>();
+    const sent: SentEvent = JSON.parse(
+      eventBody({ id: 'e-1', tenant: 't', operationId: 'o', state: 'succeeded' }),
+    );
+    const read: CompletionEvent = sent;
+    expect(Object.keys(read).sort()).toEqual(
+      [
+        'event_id',
+        'event_time',
+        'tenant',
+        'operation_id',
+        'agent_run_id',
+        'tool',
+        'state',
+        'previous_state',
+        'attempt',
+        'arguments_digest',
+        'outcome_code',
+      ].sort(),
+    );
   });
 });
