@@ -7,8 +7,8 @@ import type { CompletionEvent, EventMessage, EventQueue } from '../../client/com
 import { bearerToken, ToolLedgerClient, WaitTimeoutError } from '../../client/index';
 import { sqsEventQueue } from '../../client/sqs-event-queue';
 import type { CompletionEvent as SentEvent } from '../../functions/contract/completion-event';
-import { loadLocalSettings } from '../../functions/local/settings';
 import { type RunningStack, startStack } from '../../functions/local/stack';
+import { quietLocalSettings } from '../support/quiet-local-settings';
 import { deferred } from './support/manual-clock';
 import { fakeClock, operationBody, startScriptedServer } from './support/scripted-server';
 
@@ -50,16 +50,7 @@ describe('waiting for an operation by its completion event, on local mode’s ev
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'tool-ledger-wait-event-'));
-    const settings = loadLocalSettings(
-      {
-        TOOL_LEDGER_TOKENS: 'agent-token=local:agent,approver-token=local:approver',
-        TOOL_LEDGER_DATA_DIR: dataDir,
-        PORT: '0',
-        TOOL_LEDGER_RECONCILE_EVERY_MS: '3600000',
-        TOOL_LEDGER_LOG_LEVEL: 'ERROR',
-      },
-      false,
-    );
+    const settings = quietLocalSettings(dataDir, 'agent-token=local:agent,approver-token=local:approver');
     stack = await startStack(settings);
     sqs = new SQSClient({
       endpoint: stack.sqsEndpoint,

@@ -9,8 +9,8 @@ import type { CompletionEvent } from '../../functions/contract/completion-event'
 import { operationKey } from '../../functions/contract/keys';
 import { completionEventOf } from '../../functions/events/completion-event';
 import { fromItem, toAttributes } from '../../functions/ledger/record-item';
-import { loadLocalSettings } from '../../functions/local/settings';
 import { type RunningStack, startStack } from '../../functions/local/stack';
+import { quietLocalSettings } from '../support/quiet-local-settings';
 
 const local = { region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
 
@@ -59,16 +59,7 @@ describe('local mode sends at its start the completion events its records still 
 
   it('an event left on its record by a crash before the send reaches the new events queue once, with its ID', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'tool-ledger-unsent-'));
-    const settings = loadLocalSettings(
-      {
-        TOOL_LEDGER_TOKENS: 'agent-token=local:agent',
-        TOOL_LEDGER_DATA_DIR: dataDir,
-        PORT: '0',
-        TOOL_LEDGER_RECONCILE_EVERY_MS: '3600000',
-        TOOL_LEDGER_LOG_LEVEL: 'ERROR',
-      },
-      false,
-    );
+    const settings = quietLocalSettings(dataDir, 'agent-token=local:agent');
     stack = await startStack(settings);
     const client = new ToolLedgerClient({ endpoint: stack.apiUrl, signer: bearerToken('agent-token') });
     const { operation } = await client.call({

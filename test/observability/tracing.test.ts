@@ -11,7 +11,6 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearerToken, ToolLedgerClient } from '../../client/index';
 import { IdempotencyConflictError } from '../../functions/domain/errors';
-import { loadLocalSettings } from '../../functions/local/settings';
 import { type RunningStack, startStack } from '../../functions/local/stack';
 import { META_OPERATION_ID } from '../../functions/mcp/protocol';
 import { inOperationSpan } from '../../functions/observability/tracing';
@@ -19,6 +18,7 @@ import { startWebhookTarget, type WebhookTarget } from '../../scripts/webhook-ta
 import { mcpClient } from '../mcp/support';
 import { freshTable, useDynalite } from '../support/dynalite';
 import { drive, ScriptedTool, testLedger } from '../support/harness';
+import { quietLocalSettings } from '../support/quiet-local-settings';
 
 /**
  * OpenTelemetry spans, collected by the SDK's in-memory exporter: a registered provider is what a
@@ -67,16 +67,7 @@ describe('one trace from the client through local mode to a webhook target', () 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'tool-ledger-tracing-'));
     target = await startWebhookTarget();
-    const settings = loadLocalSettings(
-      {
-        TOOL_LEDGER_TOKENS: 'agent-token=local:agent+operator',
-        TOOL_LEDGER_DATA_DIR: dataDir,
-        PORT: '0',
-        TOOL_LEDGER_RECONCILE_EVERY_MS: '3600000',
-        TOOL_LEDGER_LOG_LEVEL: 'ERROR',
-      },
-      false,
-    );
+    const settings = quietLocalSettings(dataDir, 'agent-token=local:agent+operator');
     stack = await startStack(settings);
     client = new ToolLedgerClient({ endpoint: stack.apiUrl, signer: bearerToken('agent-token') });
   });
